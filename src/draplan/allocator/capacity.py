@@ -1,0 +1,64 @@
+"""Consumable capacity (KEP-5075, dra-semantics §3.10): what a request consumes of a device."""
+
+from __future__ import annotations
+
+from draplan.api.resource_v1 import CapacityRequestPolicy
+from draplan.cluster.devices import DeviceView, nanos
+
+
+def consumed_amount(
+    requested: int | None, value: int, policy: CapacityRequestPolicy | None
+) -> int | None:
+    """What one capacity of a device gives a request, rounded by the policy; None if the
+    policy forbids it."""
+    if requested is None:
+        if policy is not None and policy.default is not None:
+            return nanos(policy.default)
+        return value
+    if policy is None:
+        return requested
+    default = nanos(policy.default) if policy.default is not None else None
+    if policy.valid_values:
+        allowed = [nanos(v) for v in policy.valid_values]
+        for v in allowed:
+            if v >= requested:
+                return v
+        return None
+    rng = policy.valid_range
+    if rng is not None and rng.min is not None:
+        low = nanos(rng.min)
+        if requested < low:
+            amount = low
+        elif rng.step is not None:
+            step = nanos(rng.step)
+            amount = low + -(-(requested - low) // step) * step
+        else:
+            amount = requested
+        if amount != default and rng.max is not None and amount > nanos(rng.max):
+            return None
+        return amount
+    return requested
+
+
+def consumption(view: DeviceView, requests: dict[str, int]) -> dict[str, int] | None:
+    """Every capacity of the device as consumed by a request, or None if it is not eligible
+    (asks for a capacity the device lacks, or the policy rejects the amount)."""
+    caps = view.device.capacity
+    for name in requests:
+        if name not in caps and _bare(name, view.driver) not in caps:
+            return None
+    out: dict[str, int] = {}
+    for name, cap in caps.items():
+        requested = requests.get(name)
+        if requested is None:
+            requested = requests.get(f"{view.driver}/{name}")
+        amount = consumed_amount(requested, view.capacity[name], cap.request_policy)
+        if amount is None:
+            return None
+        out[name] = amount
+    return out
+
+
+def _bare(name: str, driver: str) -> str:
+    domain, _, ident = name.rpartition("/")
+    return ident if domain == driver else name

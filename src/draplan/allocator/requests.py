@@ -1,0 +1,124 @@
+"""Turn claims into the flat list of (sub)requests the search walks (dra-semantics §3.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draplan.allocator.types import AllocationError
+from draplan.api.resource_v1 import (
+    DeviceClass,
+    DeviceSubRequest,
+    DeviceToleration,
+    ExactDeviceRequest,
+    ResourceClaim,
+)
+from draplan.cel import CelError, Selector, compile_selector
+from draplan.cluster.devices import nanos
+
+MAX_DEVICES_PER_CLAIM = 32  # AllocationResultsMaxSize
+
+
+@dataclass(frozen=True, eq=False)
+class RequestSpec:
+    """One ExactDeviceRequest or DeviceSubRequest, resolved against its DeviceClass."""
+
+    claim_index: int
+    parent: str
+    name: str  # "req" or "req/sub" as written into results
+    device_class: DeviceClass
+    class_selectors: tuple[Selector, ...]
+    selectors: tuple[Selector, ...]
+    all_mode: bool
+    count: int
+    admin_access: bool
+    tolerations: tuple[DeviceToleration, ...]
+    capacity: dict[str, int]
+
+    def where(self, claim: ResourceClaim) -> str:
+        return f"claim {claim.metadata.namespace}/{claim.metadata.name}, request {self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class RequestSlot:
+    """A request position in the search: its alternatives in priority order."""
+
+    claim_index: int
+    name: str
+    alternatives: tuple[RequestSpec, ...]
+    first_available: bool
+
+
+def claim_label(claim: ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _compile(expressions: list[str], where: str) -> tuple[Selector, ...]:
+    out = []
+    for i, expr in enumerate(expressions):
+        try:
+            out.append(compile_selector(expr))
+        except CelError as err:
+            raise AllocationError(f"{where}: selector #{i}: {err}") from None
+    return tuple(out)
+
+
+def _spec(
+    claim_index: int,
+    claim: ResourceClaim,
+    parent: str,
+    name: str,
+    req: ExactDeviceRequest | DeviceSubRequest,
+    classes: dict[str, DeviceClass],
+) -> RequestSpec:
+    where = f"claim {claim_label(claim)}, request {name}"
+    if not req.device_class_name:
+        raise AllocationError(f"{where}: missing device class name")
+    dc = classes.get(req.device_class_name)
+    if dc is None:
+        raise AllocationError(f"{where}: device class {req.device_class_name} does not exist")
+    class_sel = _compile(
+        [s.cel.expression for s in dc.spec.selectors if s.cel is not None],
+        f"class {dc.metadata.name}",
+    )
+    if any(s.cel is None for s in (*dc.spec.selectors, *req.selectors)):
+        raise AllocationError(f"{where}: CEL expression empty (unsupported selector type?)")
+    req_sel = _compile([s.cel.expression for s in req.selectors if s.cel is not None], where)
+    mode = req.allocation_mode or "ExactCount"
+    if mode not in ("ExactCount", "All"):
+        raise AllocationError(f"{where}: unsupported count mode {mode}")
+    count = req.count or 1  # API defaulting: ExactCount with count 0 means 1
+    capacity = {k: nanos(q) for k, q in (req.capacity.requests if req.capacity else {}).items()}
+    admin = bool(getattr(req, "admin_access", None))
+    return RequestSpec(
+        claim_index=claim_index,
+        parent=parent,
+        name=name,
+        device_class=dc,
+        class_selectors=class_sel,
+        selectors=req_sel,
+        all_mode=mode == "All",
+        count=0 if mode == "All" else count,
+        admin_access=admin,
+        tolerations=req.tolerations,
+        capacity=capacity,
+    )
+
+
+def build_slots(
+    claims: tuple[ResourceClaim, ...], classes: dict[str, DeviceClass]
+) -> list[RequestSlot]:
+    """Every request of every claim, in claim then request order."""
+    slots: list[RequestSlot] = []
+    for ci, claim in enumerate(claims):
+        for req in claim.spec.devices.requests:
+            alts: tuple[RequestSpec, ...]
+            if req.exactly is not None:
+                alts = (_spec(ci, claim, req.name, req.name, req.exactly, classes),)
+                slots.append(RequestSlot(ci, req.name, alts, False))
+            else:
+                alts = tuple(
+                    _spec(ci, claim, req.name, f"{req.name}/{sub.name}", sub, classes)
+                    for sub in req.first_available
+                )
+                slots.append(RequestSlot(ci, req.name, alts, True))
+    return slots

@@ -1,0 +1,121 @@
+"""Write a search result as `status.allocation` exactly as Kubernetes does (dra-semantics §3.12)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import msgspec
+
+from draplan.allocator.requests import RequestSpec, claim_label
+from draplan.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from draplan.api.resource_v1 import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+)
+from draplan.cluster.devices import DeviceView, from_nanos
+
+# shareIDs are UUIDs upstream; draplan derives them from the allocation so output is
+# byte-identical for the same input.
+_SHARE_NAMESPACE = uuid.UUID("6f1d3f0e-4a57-4c1b-9a55-0d7a1c2b3e4f")
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One device chosen for one (sub)request; `consumed` is set for shared devices."""
+
+    spec: RequestSpec
+    view: DeviceView
+    consumed: dict[str, int] | None
+
+
+def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllocationResult:
+    view = pick.view
+    share_id = None
+    consumed = {}
+    if pick.consumed is not None:
+        seed = f"{claim_label(claim)}/{claim.metadata.uid}/{pick.spec.name}/{view.id}/{ordinal}"
+        share_id = str(uuid.uuid5(_SHARE_NAMESPACE, seed))
+        consumed = {k: from_nanos(v) for k, v in pick.consumed.items()}
+    return DeviceRequestAllocationResult(
+        request=pick.spec.name,
+        driver=view.driver,
+        pool=view.id[1],
+        device=view.name,
+        admin_access=True if pick.spec.admin_access else None,
+        tolerations=pick.spec.tolerations,
+        binding_conditions=view.device.binding_conditions,
+        binding_failure_conditions=view.device.binding_failure_conditions,
+        share_id=share_id,
+        consumed_capacity=consumed,
+    )
+
+
+def node_selector(picks: list[Pick], node: Node) -> NodeSelector | None:
+    """Pinned to the node if any device is node-local; else the AND of the devices' terms."""
+    if any(p.view.node_name is not None or p.view.device.binds_to_node for p in picks):
+        req = NodeSelectorRequirement(
+            key="metadata.name", operator="In", values=(node.metadata.name,)
+        )
+        return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(req,)),))
+    exprs: list[NodeSelectorRequirement] = []
+    fields: list[NodeSelectorRequirement] = []
+    for p in picks:
+        term = p.view.node_term
+        if term is None:
+            continue
+        for req in term.match_expressions:
+            if req not in exprs:
+                exprs.append(req)
+        for req in term.match_fields:
+            if req not in fields:
+                fields.append(req)
+    if not exprs and not fields:
+        return None
+    term = NodeSelectorTerm(match_expressions=tuple(exprs), match_fields=tuple(fields))
+    return NodeSelector(node_selector_terms=(term,))
+
+
+def _config(claim: ResourceClaim, picks: list[Pick]) -> tuple[DeviceAllocationConfiguration, ...]:
+    out: list[DeviceAllocationConfiguration] = []
+    used_names: list[str] = []
+    by_class: dict[str, list[str]] = {}
+    classes = {}
+    for p in picks:
+        if p.spec.name not in used_names:
+            used_names.append(p.spec.name)
+            dc = p.spec.device_class
+            classes[dc.metadata.name] = dc
+            by_class.setdefault(dc.metadata.name, []).append(p.spec.name)
+    for cname, names in by_class.items():
+        for cfg in classes[cname].spec.config:
+            out.append(
+                DeviceAllocationConfiguration(
+                    source="FromClass", requests=tuple(names), opaque=cfg.opaque
+                )
+            )
+    parents = {n.split("/")[0] for n in used_names}
+    for ccfg in claim.spec.devices.config:
+        # Upstream 1.35/1.36 appends a config once per named request (duplicates); master
+        # appends it once. draplan appends once.
+        if not ccfg.requests or any(r in used_names or r in parents for r in ccfg.requests):
+            out.append(
+                DeviceAllocationConfiguration(
+                    source="FromClaim", requests=ccfg.requests, opaque=ccfg.opaque
+                )
+            )
+    return tuple(out)
+
+
+def allocated_claim(claim: ResourceClaim, picks: list[Pick], node: Node) -> ResourceClaim:
+    """A copy of `claim` whose status.allocation holds `picks`."""
+    results = tuple(_result(claim, p, i) for i, p in enumerate(picks))
+    allocation = AllocationResult(
+        devices=DeviceAllocationResult(results=results, config=_config(claim, picks)),
+        node_selector=node_selector(picks, node),
+    )
+    status = msgspec.structs.replace(claim.status, allocation=allocation)
+    return msgspec.structs.replace(claim, status=status)

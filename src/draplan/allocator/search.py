@@ -1,0 +1,472 @@
+"""The search: a complete depth-first search over combinations, with counting, grouping by
+matchAttribute value, and a memory of failed sub-states (dra-semantics §3.3-§3.11)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from draplan.allocator.capacity import consumption
+from draplan.allocator.constraints import ClaimConstraint
+from draplan.allocator.requests import (
+    MAX_DEVICES_PER_CLAIM,
+    RequestSpec,
+    build_slots,
+    claim_label,
+)
+from draplan.allocator.result import Pick, allocated_claim
+from draplan.allocator.types import AllocationError, Options, Outcome, Reason
+from draplan.api.core_v1 import Node
+from draplan.api.resource_v1 import DeviceToleration, ResourceClaim
+from draplan.cel import CelError
+from draplan.cluster.devices import CounterKey, DeviceID, DeviceView, Pool, PoolID
+from draplan.cluster.state import ClusterState
+
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+# Attributes that name a topology group inside a node, most specific first.
+TOPOLOGY_ATTRIBUTES = ("resource.kubernetes.io/pcieRoot", "numa", "numaNode", "socket")
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Reject(Exception):
+    """A device in an `All` set violates a constraint: fatal upstream (must=true)."""
+
+
+def tolerates(tol: DeviceToleration, key: str, value: str, effect: str) -> bool:
+    if tol.effect and tol.effect != effect:
+        return False
+    if tol.key and tol.key != key:
+        return False
+    if tol.operator == "Exists":
+        return True
+    if tol.operator in ("", "Equal"):
+        return tol.value == value
+    return False
+
+
+def taint_blocks(view: DeviceView, tolerations: tuple[DeviceToleration, ...]) -> bool:
+    """A NoSchedule/NoExecute taint that no toleration covers; other effects are ignored."""
+    for taint in view.device.taints:
+        if taint.effect not in BLOCKING_EFFECTS:
+            continue
+        if not any(tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations):
+            return True
+    return False
+
+
+class Search:
+    """One Allocate call: claims on one node against the cluster's ledgers."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        node: Node,
+        claims: Sequence[ResourceClaim],
+        options: Options,
+    ) -> None:
+        self.state = state
+        self.node = node
+        self.claims = tuple(claims)
+        self.options = options
+        self.pools = state.pools_for_node(node)
+        self.pool_by_id: dict[PoolID, Pool] = {p.id: p for p in self.pools}
+        self.slots = build_slots(self.claims, state.device_classes)
+        self.constraints = [
+            [ClaimConstraint.of(c) for c in claim.spec.devices.constraints] for claim in self.claims
+        ]
+        self.alloc_excl: dict[DeviceID, list[int]] = {}
+        self.alloc_cap: dict[DeviceID, dict[str, int]] = {}
+        self.alloc_shares: dict[DeviceID, int] = {}
+        self.counters_used: dict[tuple[PoolID, CounterKey], int] = {}
+        self.picks: list[list[Pick]] = [[] for _ in self.claims]
+        self.failed: set[object] = set()
+        self.steps = 0
+        self.deadline = time.perf_counter() + options.timeout_seconds
+        self.candidates: dict[int, list[DeviceView]] = {}
+        self.all_sets: dict[int, list[DeviceView]] = {}
+        self.overdrawn = self._overdrawn_pools()
+
+    # --- preparation ---------------------------------------------------------------------
+
+    def _overdrawn_pools(self) -> set[PoolID]:
+        # Upstream requires every counter of the pool to stay >= 0, so a pool already
+        # over-consumed (published counters shrank) admits no counter-consuming device.
+        out = set()
+        for pool in self.pools:
+            for ckey, total in pool.counters.items():
+                if self.state.counter_used(pool.id, ckey) > total:
+                    out.add(pool.id)
+        return out
+
+    def selectable(self, spec: RequestSpec, view: DeviceView) -> bool:
+        """Class selectors, then request selectors (§3.4); a CEL error is fatal."""
+        claim = self.claims[spec.claim_index]
+        for label, sels in (
+            (f"class {spec.device_class.metadata.name}", spec.class_selectors),
+            (f"claim {claim_label(claim)}", spec.selectors),
+        ):
+            for i, sel in enumerate(sels):
+                try:
+                    if not sel.matches(view.cel):
+                        return False
+                except CelError as err:
+                    raise AllocationError(f"{label}: selector #{i}: {err}") from None
+        return True
+
+    def _static_fit(self, spec: RequestSpec, view: DeviceView) -> dict[str, int] | bool | None:
+        """False if the device can never serve `spec` in this call; else its consumption."""
+        if not spec.admin_access and self.state.in_use(view.id):
+            return False
+        if taint_blocks(view, spec.tolerations):
+            return False
+        consumed = consumption(view, spec.capacity)
+        if consumed is None:
+            return False
+        shared = self.state.shared_use(view.id) if view.multi else None
+        for name, amount in consumed.items():
+            base = shared.consumed.get(name, 0) if shared is not None else 0
+            if base + amount > view.capacity[name]:
+                return False
+        if view.consumes and not (view.multi and shared is not None):
+            if view.pool_id in self.overdrawn:
+                return False
+            pool = self.pool_by_id[view.pool_id]
+            for ckey, amount in view.consumes:
+                if self.state.counter_used(view.pool_id, ckey) + amount > pool.counters[ckey]:
+                    return False
+        return consumed if view.multi else None
+
+    def prepare(self) -> None:
+        """Candidate lists per (sub)request, fatal checks, and the claim-size limit."""
+        for slot in self.slots:
+            for spec in slot.alternatives:
+                if spec.all_mode:
+                    self.all_sets[id(spec)] = self._all_set(spec)
+                else:
+                    self.candidates[id(spec)] = self._ordered(spec, self._exact_candidates(spec))
+        minimum = [0] * len(self.claims)
+        for slot in self.slots:
+            minimum[slot.claim_index] += min(self._needed(s) for s in slot.alternatives)
+        for ci, n in enumerate(minimum):
+            if n > MAX_DEVICES_PER_CLAIM:
+                raise AllocationError(
+                    f"claim {claim_label(self.claims[ci])}: number of requested devices {n} "
+                    f"exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}"
+                )
+
+    def _needed(self, spec: RequestSpec) -> int:
+        return len(self.all_sets[id(spec)]) if spec.all_mode else spec.count
+
+    def _exact_candidates(self, spec: RequestSpec) -> list[DeviceView]:
+        out = []
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for view in pool.devices:
+                if not spec.admin_access and self.state.in_use(view.id):
+                    continue  # upstream skips in-use devices before evaluating selectors
+                if self._static_fit(spec, view) is False:
+                    continue
+                if self.selectable(spec, view):
+                    out.append(view)
+        return out
+
+    def _all_set(self, spec: RequestSpec) -> list[DeviceView]:
+        claim = self.claims[spec.claim_index]
+        out = []
+        for pool in self.pools:
+            state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+            if state:
+                raise AllocationError(
+                    f"{spec.where(claim)}: asks for all devices, but resource pool "
+                    f"{pool.id[0]}/{pool.id[1]} is currently {state}"
+                )
+            for view in pool.devices:
+                if not self.selectable(spec, view):
+                    continue
+                consumed = consumption(view, spec.capacity)
+                if consumed is None:
+                    continue
+                shared = self.state.shared_use(view.id) if view.multi else None
+                if any(
+                    (shared.consumed.get(k, 0) if shared else 0) + v > view.capacity[k]
+                    for k, v in consumed.items()
+                ):
+                    continue
+                out.append(view)
+        return out
+
+    def _ordered(self, spec: RequestSpec, views: list[DeviceView]) -> list[DeviceView]:
+        if self.options.device_order == "first-fit" or len(views) < 2:
+            return views
+        return sorted(views, key=self._tight_key)
+
+    def _tight_key(self, view: DeviceView) -> tuple[int, float, int]:
+        """Keep whole groups and whole GPUs free: prefer devices of already-used GPUs and
+        groups with fewer free devices, and the smallest partition."""
+        if view.multi:
+            used = 0 if self.state.shared_use(view.id) is not None else 1
+            return (used, -self._shared_load(view), 0)
+        touched = 1
+        share = 0.0
+        if view.consumes:
+            pool = self.pool_by_id[view.pool_id]
+            for ckey, amount in view.consumes:
+                total = pool.counters.get(ckey) or 1
+                share += amount / total
+                if self.state.counter_used(view.pool_id, ckey):
+                    touched = 0
+        return (touched, share, self._group_free(view))
+
+    def _shared_load(self, view: DeviceView) -> float:
+        shared = self.state.shared_use(view.id)
+        if shared is None or not view.capacity:
+            return 0.0
+        return max(shared.consumed.get(k, 0) / (v or 1) for k, v in view.capacity.items())
+
+    def _group_free(self, view: DeviceView) -> int:
+        key = self._topology_value(view)
+        if key is None:
+            return 0
+        pool = self.pool_by_id[view.pool_id]
+        return sum(
+            1
+            for v in pool.devices
+            if self._topology_value(v) == key and not self.state.in_use(v.id)
+        )
+
+    @staticmethod
+    def _topology_value(view: DeviceView) -> object:
+        for attr in TOPOLOGY_ATTRIBUTES:
+            name = attr if "/" in attr else f"{view.driver}/{attr}"
+            value = view.attribute(name)
+            if value is not None:
+                return (attr, value)
+        return None
+
+    # --- one device ----------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > self.options.step_budget:
+            raise _Timeout
+        if not self.steps & 511 and time.perf_counter() > self.deadline:
+            raise _Timeout
+
+    def _busy(self, spec: RequestSpec, view: DeviceView) -> bool:
+        holders = self.alloc_excl.get(view.id)
+        if spec.admin_access:
+            # Admin access ignores other claims' use, never its own claim's (§3.8).
+            return not view.multi and holders is not None and spec.claim_index in holders
+        return bool(holders) or self.state.in_use(view.id)
+
+    def add(self, spec: RequestSpec, view: DeviceView, must: bool = False) -> Pick | None:
+        """Tentatively allocate `view` for `spec`; None if it does not fit here."""
+        self._tick()
+        if self._busy(spec, view):
+            return None
+        dev = view.id
+        multi = view.multi
+        already_shared = multi and (
+            self.state.shared_use(dev) is not None or self.alloc_shares.get(dev, 0) > 0
+        )
+        use_counters = bool(view.consumes) and not already_shared
+        if use_counters:
+            if view.pool_id in self.overdrawn:
+                return None
+            pool = self.pool_by_id[view.pool_id]
+            for ckey, amount in view.consumes:
+                k = (view.pool_id, ckey)
+                if (
+                    self.state.counter_used(view.pool_id, ckey)
+                    + self.counters_used.get(k, 0)
+                    + amount
+                    > pool.counters[ckey]
+                ):
+                    return None
+        if taint_blocks(view, spec.tolerations):
+            return None
+        cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
+        for c in cons:
+            if not c.admits(view):
+                if must:
+                    claim = self.claims[spec.claim_index]
+                    raise AllocationError(
+                        f"{spec.where(claim)}: cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
+                        "because a claim constraint would not be satisfied"
+                    )
+                return None
+        consumed = consumption(view, spec.capacity)
+        if consumed is None:
+            return None
+        shared = self.state.shared_use(dev) if multi else None
+        mine = self.alloc_cap.get(dev, {})
+        for name, amount in consumed.items():
+            base = (shared.consumed.get(name, 0) if shared else 0) + mine.get(name, 0)
+            if base + amount > view.capacity[name]:
+                return None
+        # Commit the tentative allocation.
+        if use_counters:
+            for ckey, amount in view.consumes:
+                k = (view.pool_id, ckey)
+                self.counters_used[k] = self.counters_used.get(k, 0) + amount
+        for c in cons:
+            c.add(view)
+        if multi:
+            self.alloc_shares[dev] = self.alloc_shares.get(dev, 0) + 1
+            self.alloc_cap[dev] = {k: mine.get(k, 0) + v for k, v in consumed.items()}
+        else:
+            self.alloc_excl.setdefault(dev, []).append(spec.claim_index)
+        pick = Pick(spec, view, consumed if multi else None)
+        self.picks[spec.claim_index].append(pick)
+        return pick
+
+    def remove(self, pick: Pick) -> None:
+        spec, view = pick.spec, pick.view
+        dev = view.id
+        self.picks[spec.claim_index].pop()
+        if view.multi:
+            n = self.alloc_shares[dev] - 1
+            mine = self.alloc_cap[dev]
+            assert pick.consumed is not None
+            if n:
+                self.alloc_shares[dev] = n
+                self.alloc_cap[dev] = {k: mine[k] - v for k, v in pick.consumed.items()}
+            else:
+                del self.alloc_shares[dev]
+                del self.alloc_cap[dev]
+            released = n == 0 and self.state.shared_use(dev) is None
+        else:
+            holders = self.alloc_excl[dev]
+            holders.pop()
+            if not holders:
+                del self.alloc_excl[dev]
+            released = True
+        if released and view.consumes:
+            # Release the counters too: upstream 1.35 leaked them on rejection
+            # (kubernetes#140436); draplan never takes them before all checks pass.
+            for ckey, amount in view.consumes:
+                k = (view.pool_id, ckey)
+                self.counters_used[k] -= amount
+        for c in self.constraints[spec.claim_index]:
+            if c.applies(spec.parent, spec.name):
+                c.remove(view)
+
+    # --- the search ----------------------------------------------------------------------
+
+    def _memo_key(self, pos: int) -> object:
+        claim_index = self.slots[pos].claim_index if pos < len(self.slots) else -1
+        return (
+            pos,
+            frozenset((d, tuple(h)) for d, h in self.alloc_excl.items()),
+            frozenset((d, tuple(sorted(c.items()))) for d, c in self.alloc_cap.items()),
+            tuple(tuple(c.state_key() for c in cs) for cs in self.constraints),
+            len(self.picks[claim_index]) if claim_index >= 0 else 0,
+        )
+
+    def run(self, pos: int = 0) -> bool:
+        if pos == len(self.slots):
+            return True
+        key = self._memo_key(pos)
+        if key in self.failed:
+            return False
+        slot = self.slots[pos]
+        for spec in slot.alternatives:
+            needed = self._needed(spec)
+            if len(self.picks[slot.claim_index]) + needed > MAX_DEVICES_PER_CLAIM:
+                continue  # errAllocationResultMaxSizeExceeded: try the next subrequest
+            if self._try(pos, spec):
+                return True
+        self.failed.add(key)
+        return False
+
+    def _try(self, pos: int, spec: RequestSpec) -> bool:
+        if spec.all_mode:
+            return self._try_all(pos, spec)
+        cands = [v for v in self.candidates[id(spec)] if not self._busy(spec, v)]
+        cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
+        cands = [v for v in cands if all(c.admits(v) for c in cons)]
+        k = spec.count
+        if len(cands) < k:
+            return False
+        unbound = [c for c in cons if c.match and c.bound is None]
+        distinct = [c for c in cons if not c.match]
+        if distinct and len({tuple(c.value(v) for c in distinct) for v in cands}) < k:
+            return False
+        if not unbound or k == 1:
+            return self._combine(pos, spec, cands, 0, k)
+        groups: dict[object, list[DeviceView]] = {}
+        for v in cands:
+            groups.setdefault(tuple(c.value(v) for c in unbound), []).append(v)
+        fitting = [g for g in groups.values() if len(g) >= k]
+        if self.options.device_order == "tight":
+            fitting.sort(key=len)  # best fit: the smallest group that holds the request
+        return any(self._combine(pos, spec, g, 0, k) for g in fitting)
+
+    def _combine(
+        self, pos: int, spec: RequestSpec, cands: list[DeviceView], start: int, k: int
+    ) -> bool:
+        """Choose k more devices from cands[start:] (combinations, not orderings)."""
+        if k == 0:
+            return self.run(pos + 1)
+        for i in range(start, len(cands) - k + 1):
+            pick = self.add(spec, cands[i])
+            if pick is None:
+                continue
+            if self._combine(pos, spec, cands, i + 1, k - 1):
+                return True
+            self.remove(pick)
+        return False
+
+    def _try_all(self, pos: int, spec: RequestSpec) -> bool:
+        devices = self.all_sets[id(spec)]
+        if not devices:
+            return False  # "All" needs at least one device (since 1.33)
+        taken: list[Pick] = []
+        for view in devices:
+            pick = self.add(spec, view, must=True)
+            if pick is None:
+                for p in reversed(taken):
+                    self.remove(p)
+                return False
+            taken.append(pick)
+        if self.run(pos + 1):
+            return True
+        for p in reversed(taken):
+            self.remove(p)
+        return False
+
+
+def allocate(
+    state: ClusterState,
+    node: Node,
+    claims: Sequence[ResourceClaim],
+    options: Options | None = None,
+) -> Outcome:
+    """Allocate all `claims` together on `node`, or explain why not. Raises AllocationError for
+    input that is wrong on every node (unknown class, bad CEL, over 32 devices...)."""
+    from draplan.allocator.diagnose import diagnose
+
+    search = Search(state, node, claims, options or Options())
+    search.prepare()
+    try:
+        found = search.run()
+    except _Timeout:
+        return Outcome(
+            reason=Reason(
+                "Timeout",
+                f"allocation search ended after {search.steps} steps "
+                f"(budget {search.options.step_budget} steps / {search.options.timeout_seconds}s)",
+                {"steps": search.steps},
+            ),
+            steps=search.steps,
+        )
+    if not found:
+        return Outcome(reason=diagnose(search), steps=search.steps)
+    allocated = tuple(
+        allocated_claim(claim, search.picks[i], node) for i, claim in enumerate(search.claims)
+    )
+    return Outcome(claims=allocated, steps=search.steps)

@@ -1,0 +1,161 @@
+"""core/v1 kinds the planner reads: Node, Pod, PodTemplate, Namespace (the fields that matter)."""
+
+from __future__ import annotations
+
+from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.quantity import Quantity
+
+ResourceList = dict[str, Quantity]
+
+
+class NodeSelectorRequirement(KubeStruct, frozen=True):
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(KubeStruct, frozen=True):
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class NodeSelector(KubeStruct, frozen=True):
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class Taint(KubeStruct, frozen=True):
+    key: str
+    effect: str
+    value: str = ""
+    time_added: str | None = None
+
+
+class Toleration(KubeStruct, frozen=True):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class NodeSpec(KubeStruct, frozen=True):
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    provider_id: str = ""
+
+
+class NodeStatus(KubeStruct, frozen=True):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+
+
+class Node(KubeStruct, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+class PreferredSchedulingTerm(KubeStruct, frozen=True):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeStruct, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class Affinity(KubeStruct, frozen=True):
+    node_affinity: NodeAffinity | None = None
+
+
+class ContainerResourceClaim(KubeStruct, frozen=True):
+    name: str
+    request: str = ""
+
+
+class ResourceRequirements(KubeStruct, frozen=True):
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+    claims: tuple[ContainerResourceClaim, ...] = ()
+
+
+class Container(KubeStruct, frozen=True):
+    name: str
+    image: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+
+
+class PodResourceClaim(KubeStruct, frozen=True):
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class WorkloadReference(KubeStruct, frozen=True):
+    """Pod spec.workloadRef (scheduling.k8s.io/v1alpha1, Kubernetes 1.35)."""
+
+    name: str
+    pod_group: str
+    pod_group_replica_key: str = ""
+
+
+class PodSchedulingGroup(KubeStruct, frozen=True):
+    """Pod spec.schedulingGroup (scheduling.k8s.io/v1alpha2, Kubernetes 1.36)."""
+
+    pod_group_name: str
+
+
+class PodSpec(KubeStruct, frozen=True):
+    node_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: ResourceList = {}
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    priority: int | None = None
+    priority_class_name: str = ""
+    scheduler_name: str = ""
+    workload_ref: WorkloadReference | None = None
+    scheduling_group: PodSchedulingGroup | None = None
+
+
+class PodResourceClaimStatus(KubeStruct, frozen=True):
+    name: str
+    resource_claim_name: str | None = None
+
+
+class PodStatus(KubeStruct, frozen=True):
+    phase: str = ""
+    nominated_node_name: str = ""
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+
+
+class Pod(KubeStruct, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
+class PodTemplateSpec(KubeStruct, frozen=True):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+
+
+class PodTemplate(KubeStruct, frozen=True):
+    api_version: str = "v1"
+    kind: str = "PodTemplate"
+    metadata: ObjectMeta = ObjectMeta()
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class Namespace(KubeStruct, frozen=True):
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = ObjectMeta()

@@ -1,0 +1,48 @@
+"""draplan.io/v1alpha1: NodePool, the autoscaler's node template."""
+
+from __future__ import annotations
+
+from draplan.api.core_v1 import NodeSpec, NodeStatus
+from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.resource_v1 import ResourceSliceSpec
+
+NODE_NAME_PLACEHOLDER = "$NODE_NAME"
+
+
+class TopologyPlacement(KubeStruct, frozen=True):
+    """New nodes fill domains of this label key, at most nodesPerDomain nodes each."""
+
+    key: str
+    nodes_per_domain: int = 0
+
+
+class NodeTemplateMeta(KubeStruct, frozen=True):
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class NodeTemplate(KubeStruct, frozen=True):
+    """A v1 Node without a name."""
+
+    metadata: NodeTemplateMeta = NodeTemplateMeta()
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+class NodePoolSpec(KubeStruct, frozen=True):
+    min_nodes: int = 0
+    max_nodes: int = 0
+    price_per_hour: str = "0"
+    provisioning_delay_seconds: int = 0
+    priority: int = 0
+    topology: tuple[TopologyPlacement, ...] = ()
+    template: NodeTemplate | None = None
+    resource_slices: tuple[ResourceSliceSpec, ...] = ()
+    from_node: str = ""
+
+
+class NodePool(KubeStruct, frozen=True):
+    api_version: str = "draplan.io/v1alpha1"
+    kind: str = "NodePool"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: NodePoolSpec = NodePoolSpec()

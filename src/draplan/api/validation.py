@@ -1,0 +1,486 @@
+"""The API-server validation rules that change allocation behaviour (dra-semantics §1.7, §1.8).
+
+Each rule raises BadInput with the field path of the offending value; the caller adds the file
+and the object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from draplan.api import core_v1, draplan_v1alpha1, resource_v1, scheduling
+from draplan.api.errors import BadInput
+from draplan.api.meta import KubeStruct
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Semantic Versioning 2.0.0, strict (no "v" prefix), as resource.k8s.io validates `version`.
+SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+
+# resource.k8s.io/v1 limits (Kubernetes 1.35 constants).
+MAX_DEVICES_PER_SLICE = 128
+MAX_DEVICES_PER_SLICE_WITH_TAINTS_OR_COUNTERS = 64
+MAX_ATTRIBUTES_AND_CAPACITIES = 32
+MAX_ATTRIBUTE_VALUE_LENGTH = 64
+MAX_DOMAIN_LENGTH = 63
+MAX_ID_LENGTH = 32
+MAX_COUNTER_SETS = 8
+MAX_COUNTERS_PER_SET = 32
+MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
+MAX_TAINTS = 16
+MAX_TOLERATIONS = 16
+MAX_BINDING_CONDITIONS = 4
+MAX_REQUESTS = 32  # DeviceRequestsMaxSize == AllocationResultsMaxSize
+MAX_CONSTRAINTS = 32
+MAX_CONFIGS = 32
+MAX_SELECTORS = 32
+MAX_SUBREQUESTS = 8
+MAX_CEL_LENGTH = 10 * 1024
+MAX_VALID_VALUES = 10
+MAX_POOL_NAME_LENGTH = 253
+MAX_RESERVED_FOR = 256
+TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
+
+
+def fail(path: str, message: str) -> BadInput:
+    return BadInput(message, path=path)
+
+
+def check_dns_label(value: str, path: str) -> None:
+    if not value or len(value) > 63 or not DNS_LABEL.match(value):
+        raise fail(path, f"invalid value {value!r}: must be a DNS label (RFC 1123)")
+
+
+def check_dns_subdomain(value: str, path: str, limit: int = 253) -> None:
+    if not value or len(value) > limit or not DNS_SUBDOMAIN.match(value):
+        raise fail(path, f"invalid value {value!r}: must be a DNS subdomain of at most {limit}")
+
+
+def check_qualified_name(name: str, path: str, *, domain_required: bool = False) -> None:
+    """`id` (driver's domain implied) or `domain/id` (resource.k8s.io QualifiedName)."""
+    domain, _, ident = name.rpartition("/")
+    if domain_required and not domain:
+        raise fail(path, f"invalid value {name!r}: a fully qualified name (domain/id) is required")
+    if domain:
+        check_dns_subdomain(domain, path, MAX_DOMAIN_LENGTH)
+    if not ident or len(ident) > MAX_ID_LENGTH or not C_IDENTIFIER.match(ident):
+        raise fail(path, f"invalid value {name!r}: the id must be a C identifier of at most 32")
+
+
+def check_max(items: Iterable[object], limit: int, path: str) -> None:
+    n = sum(1 for _ in items)
+    if n > limit:
+        raise fail(path, f"too many: {n}, must have at most {limit} items")
+
+
+def check_unique(names: Iterable[str], path: str) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise fail(f"{path}[{i}]", f"duplicate value {name!r}")
+        seen.add(name)
+
+
+def check_node_selector(sel: core_v1.NodeSelector, path: str, *, one_term: bool) -> None:
+    terms = sel.node_selector_terms
+    if one_term and len(terms) != 1:
+        raise fail(f"{path}.nodeSelectorTerms", f"must have exactly one term, got {len(terms)}")
+    for i, term in enumerate(terms):
+        for field, reqs in (
+            ("matchExpressions", term.match_expressions),
+            ("matchFields", term.match_fields),
+        ):
+            for j, req in enumerate(reqs):
+                check_node_selector_requirement(req, f"{path}.nodeSelectorTerms[{i}].{field}[{j}]")
+
+
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def check_node_selector_requirement(req: core_v1.NodeSelectorRequirement, path: str) -> None:
+    if req.operator not in NODE_SELECTOR_OPERATORS:
+        raise fail(f"{path}.operator", f"unsupported value {req.operator!r}")
+    if req.operator in ("In", "NotIn") and not req.values:
+        raise fail(f"{path}.values", "must be specified when operator is In or NotIn")
+    if req.operator in ("Exists", "DoesNotExist") and req.values:
+        raise fail(f"{path}.values", "may not be specified when operator is Exists or DoesNotExist")
+    if req.operator in ("Gt", "Lt"):
+        if len(req.values) != 1:
+            raise fail(f"{path}.values", "must have exactly one value when operator is Gt or Lt")
+        try:
+            int(req.values[0])
+        except ValueError:
+            raise fail(f"{path}.values[0]", "must be an integer for Gt or Lt") from None
+
+
+def check_cel(sel: resource_v1.DeviceSelector, path: str) -> None:
+    if sel.cel is None:
+        raise fail(path, "exactly one of `cel` is required")
+    expr = sel.cel.expression
+    if not expr.strip():
+        raise fail(f"{path}.cel.expression", "required value")
+    if len(expr) > MAX_CEL_LENGTH:
+        raise fail(f"{path}.cel.expression", f"may not be longer than {MAX_CEL_LENGTH}")
+
+
+# --- ResourceSlice -------------------------------------------------------------------------
+
+
+def validate_resource_slice(rs: resource_v1.ResourceSlice) -> None:
+    spec = rs.spec
+    check_dns_subdomain(spec.driver, "spec.driver", MAX_DOMAIN_LENGTH)
+    pool = spec.pool
+    if not pool.name or len(pool.name) > MAX_POOL_NAME_LENGTH:
+        raise fail("spec.pool.name", "required, at most 253 characters")
+    for part in pool.name.split("/"):
+        check_dns_subdomain(part, "spec.pool.name")
+    if pool.generation < 0:
+        raise fail("spec.pool.generation", "must be greater than or equal to 0")
+    if pool.resource_slice_count <= 0:
+        raise fail("spec.pool.resourceSliceCount", "must be greater than zero")
+    chosen = [
+        name
+        for name, on in (
+            ("nodeName", bool(spec.node_name)),
+            ("nodeSelector", spec.node_selector is not None),
+            ("allNodes", spec.all_nodes is not None),
+            ("perDeviceNodeSelection", spec.per_device_node_selection is not None),
+        )
+        if on
+    ]
+    if len(chosen) != 1:
+        what = ", ".join(chosen) if chosen else "none"
+        raise fail(
+            "spec",
+            "exactly one of nodeName, nodeSelector, allNodes, "
+            f"perDeviceNodeSelection is required (got {what})",
+        )
+    if spec.all_nodes is False:
+        raise fail("spec.allNodes", "may only be true")
+    if spec.per_device_node_selection is False:
+        raise fail("spec.perDeviceNodeSelection", "may only be true")
+    if spec.node_selector is not None:
+        check_node_selector(spec.node_selector, "spec.nodeSelector", one_term=True)
+    if spec.devices and spec.shared_counters:
+        raise fail("spec", "devices and sharedCounters are mutually exclusive (resource.k8s.io/v1)")
+    check_max(spec.shared_counters, MAX_COUNTER_SETS, "spec.sharedCounters")
+    check_unique((c.name for c in spec.shared_counters), "spec.sharedCounters")
+    for i, cs in enumerate(spec.shared_counters):
+        path = f"spec.sharedCounters[{i}]"
+        check_dns_label(cs.name, f"{path}.name")
+        if not cs.counters:
+            raise fail(f"{path}.counters", "required value")
+        check_max(cs.counters, MAX_COUNTERS_PER_SET, f"{path}.counters")
+        for cname in cs.counters:
+            check_dns_label(cname, f"{path}.counters[{cname}]")
+    heavy = any(d.taints or d.consumes_counters for d in spec.devices)
+    limit = MAX_DEVICES_PER_SLICE_WITH_TAINTS_OR_COUNTERS if heavy else MAX_DEVICES_PER_SLICE
+    check_max(spec.devices, limit, "spec.devices")
+    check_unique((d.name for d in spec.devices), "spec.devices")
+    per_device = spec.per_device_node_selection is True
+    for i, dev in enumerate(spec.devices):
+        validate_device(dev, f"spec.devices[{i}]", per_device)
+
+
+def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> None:
+    check_dns_label(dev.name, f"{path}.name")
+    if len(dev.attributes) + len(dev.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
+        raise fail(path, "attributes and capacity together may have at most 32 entries")
+    for name, attr in dev.attributes.items():
+        apath = f"{path}.attributes[{name}]"
+        check_qualified_name(name, apath)
+        set_count = sum(v is not None for v in (attr.int_, attr.bool_, attr.string, attr.version))
+        if set_count != 1:
+            raise fail(apath, f"exactly one value must be specified, got {set_count}")
+        for text in (attr.string, attr.version):
+            if text is not None and len(text) > MAX_ATTRIBUTE_VALUE_LENGTH:
+                raise fail(apath, "value may not be longer than 64")
+        if attr.version is not None and not SEMVER.match(attr.version):
+            raise fail(f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0")
+    multi = dev.allow_multiple_allocations is True
+    for name, cap in dev.capacity.items():
+        cpath = f"{path}.capacity[{name}]"
+        check_qualified_name(name, cpath)
+        if cap.request_policy is not None:
+            if not multi:
+                raise fail(
+                    f"{cpath}.requestPolicy", "forbidden unless allowMultipleAllocations is true"
+                )
+            validate_request_policy(cap, f"{cpath}.requestPolicy")
+    check_max(
+        dev.consumes_counters, MAX_COUNTER_CONSUMPTIONS_PER_DEVICE, f"{path}.consumesCounters"
+    )
+    check_unique((c.counter_set for c in dev.consumes_counters), f"{path}.consumesCounters")
+    for j, cc in enumerate(dev.consumes_counters):
+        if not cc.counters:
+            raise fail(f"{path}.consumesCounters[{j}].counters", "required value")
+        check_max(cc.counters, MAX_COUNTERS_PER_SET, f"{path}.consumesCounters[{j}].counters")
+    selection = [
+        n
+        for n, on in (
+            ("nodeName", bool(dev.node_name)),
+            ("nodeSelector", dev.node_selector is not None),
+            ("allNodes", dev.all_nodes is not None),
+        )
+        if on
+    ]
+    if per_device and len(selection) != 1:
+        raise fail(
+            path,
+            "exactly one of nodeName, nodeSelector, allNodes is required when "
+            "perDeviceNodeSelection is set",
+        )
+    if not per_device and selection:
+        raise fail(
+            f"{path}.{selection[0]}", "may only be set when the slice has perDeviceNodeSelection"
+        )
+    if dev.node_selector is not None:
+        check_node_selector(dev.node_selector, f"{path}.nodeSelector", one_term=True)
+    check_max(dev.taints, MAX_TAINTS, f"{path}.taints")
+    for j, taint in enumerate(dev.taints):
+        if not taint.key:
+            raise fail(f"{path}.taints[{j}].key", "required value")
+    check_max(dev.binding_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingConditions")
+    check_max(
+        dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
+    )
+
+
+def validate_request_policy(cap: resource_v1.DeviceCapacity, path: str) -> None:
+    pol = cap.request_policy
+    assert pol is not None
+    value = cap.value
+    if pol.valid_values and pol.valid_range is not None:
+        raise fail(path, "validValues and validRange are mutually exclusive")
+    if (pol.valid_values or pol.valid_range is not None) and pol.default is None:
+        raise fail(f"{path}.default", "required when validValues or validRange is set")
+    if pol.default is not None and pol.default > value:
+        raise fail(f"{path}.default", "may not exceed the capacity value")
+    if pol.valid_values:
+        check_max(pol.valid_values, MAX_VALID_VALUES, f"{path}.validValues")
+        for k, v in enumerate(pol.valid_values):
+            if v > value:
+                raise fail(f"{path}.validValues[{k}]", "may not exceed the capacity value")
+            if k and v <= pol.valid_values[k - 1]:
+                raise fail(f"{path}.validValues[{k}]", "must be sorted ascending and unique")
+        if pol.default not in pol.valid_values:
+            raise fail(f"{path}.validValues", "must contain the default")
+    rng = pol.valid_range
+    if rng is not None:
+        assert pol.default is not None
+        if rng.min is None:
+            raise fail(f"{path}.validRange.min", "required value")
+        if rng.min > value:
+            raise fail(f"{path}.validRange.min", "may not exceed the capacity value")
+        if pol.default < rng.min:
+            raise fail(f"{path}.default", "must be at least validRange.min")
+        if rng.max is not None:
+            if rng.max > value:
+                raise fail(f"{path}.validRange.max", "may not exceed the capacity value")
+            if pol.default > rng.max:
+                raise fail(f"{path}.default", "may not exceed validRange.max")
+            if rng.max < rng.min:
+                raise fail(f"{path}.validRange.max", "must be at least validRange.min")
+        if rng.step is not None:
+            if rng.step.sign() <= 0:
+                raise fail(f"{path}.validRange.step", "must be greater than zero")
+            if rng.min + rng.step > value:
+                raise fail(f"{path}.validRange.step", "min + step may not exceed the value")
+            step = rng.step.as_fraction()
+            if (pol.default.as_fraction() - rng.min.as_fraction()) % step:
+                raise fail(f"{path}.default", "must be min plus a multiple of step")
+            if rng.max is not None and (rng.max.as_fraction() - rng.min.as_fraction()) % step:
+                raise fail(f"{path}.validRange.max", "must be min plus a multiple of step")
+
+
+# --- DeviceClass and ResourceClaim ---------------------------------------------------------
+
+
+def validate_device_class(dc: resource_v1.DeviceClass) -> None:
+    check_dns_subdomain(dc.metadata.name, "metadata.name")
+    check_max(dc.spec.selectors, MAX_SELECTORS, "spec.selectors")
+    for i, sel in enumerate(dc.spec.selectors):
+        check_cel(sel, f"spec.selectors[{i}]")
+    check_max(dc.spec.config, MAX_CONFIGS, "spec.config")
+
+
+def _validate_tolerations(tols: tuple[resource_v1.DeviceToleration, ...], path: str) -> None:
+    check_max(tols, MAX_TOLERATIONS, path)
+    for i, tol in enumerate(tols):
+        if tol.operator not in ("Exists", "Equal"):
+            raise fail(f"{path}[{i}].operator", f"unsupported value {tol.operator!r}")
+        if not tol.key and tol.operator != "Exists":
+            raise fail(f"{path}[{i}].operator", "must be Exists when key is empty")
+        if tol.operator == "Exists" and tol.value:
+            raise fail(f"{path}[{i}].value", "must be empty when operator is Exists")
+        if tol.effect not in ("", "NoSchedule", "NoExecute"):
+            raise fail(f"{path}[{i}].effect", f"unsupported value {tol.effect!r}")
+
+
+def _validate_exact(
+    req: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest, path: str
+) -> None:
+    if not req.device_class_name:
+        raise fail(f"{path}.deviceClassName", "required value")
+    check_dns_subdomain(req.device_class_name, f"{path}.deviceClassName")
+    check_max(req.selectors, MAX_SELECTORS, f"{path}.selectors")
+    for i, sel in enumerate(req.selectors):
+        check_cel(sel, f"{path}.selectors[{i}]")
+    mode = req.allocation_mode or "ExactCount"
+    if mode == "All":
+        if req.count != 0:
+            raise fail(f"{path}.count", "must not be set when allocationMode is All")
+    elif mode == "ExactCount":
+        if req.count < 0:
+            raise fail(f"{path}.count", "must be greater than zero")
+    else:
+        raise fail(f"{path}.allocationMode", f"unsupported value {mode!r}: ExactCount or All")
+    _validate_tolerations(req.tolerations, f"{path}.tolerations")
+    if req.capacity is not None:
+        for name in req.capacity.requests:
+            check_qualified_name(name, f"{path}.capacity.requests[{name}]")
+
+
+def validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> None:
+    devices = spec.devices
+    rpath = f"{path}.devices.requests"
+    check_max(devices.requests, MAX_REQUESTS, rpath)
+    check_unique((r.name for r in devices.requests), rpath)
+    refs: set[str] = set()
+    for i, req in enumerate(devices.requests):
+        p = f"{rpath}[{i}]"
+        check_dns_label(req.name, f"{p}.name")
+        refs.add(req.name)
+        if (req.exactly is None) == (not req.first_available):
+            raise fail(p, "exactly one of `exactly` or `firstAvailable` is required")
+        if req.exactly is not None:
+            _validate_exact(req.exactly, f"{p}.exactly")
+            continue
+        check_max(req.first_available, MAX_SUBREQUESTS, f"{p}.firstAvailable")
+        check_unique((s.name for s in req.first_available), f"{p}.firstAvailable")
+        for j, sub in enumerate(req.first_available):
+            check_dns_label(sub.name, f"{p}.firstAvailable[{j}].name")
+            _validate_exact(sub, f"{p}.firstAvailable[{j}]")
+            refs.add(f"{req.name}/{sub.name}")
+    cpath = f"{path}.devices.constraints"
+    check_max(devices.constraints, MAX_CONSTRAINTS, cpath)
+    for i, con in enumerate(devices.constraints):
+        p = f"{cpath}[{i}]"
+        if (con.match_attribute is None) == (con.distinct_attribute is None):
+            raise fail(p, "exactly one of matchAttribute or distinctAttribute is required")
+        attr = con.match_attribute or con.distinct_attribute or ""
+        field = "matchAttribute" if con.match_attribute is not None else "distinctAttribute"
+        check_qualified_name(attr, f"{p}.{field}", domain_required=True)
+        for j, name in enumerate(con.requests):
+            if name not in refs:
+                raise fail(f"{p}.requests[{j}]", f"request {name!r} does not exist in this claim")
+    gpath = f"{path}.devices.config"
+    check_max(devices.config, MAX_CONFIGS, gpath)
+    for i, cfg in enumerate(devices.config):
+        for j, name in enumerate(cfg.requests):
+            if name not in refs:
+                raise fail(
+                    f"{gpath}[{i}].requests[{j}]", f"request {name!r} does not exist in this claim"
+                )
+
+
+def validate_resource_claim(claim: resource_v1.ResourceClaim) -> None:
+    validate_claim_spec(claim.spec, "spec")
+    alloc = claim.status.allocation
+    if alloc is not None:
+        check_max(alloc.devices.results, MAX_REQUESTS, "status.allocation.devices.results")
+        if alloc.node_selector is not None:
+            check_node_selector(
+                alloc.node_selector, "status.allocation.nodeSelector", one_term=False
+            )
+    check_max(claim.status.reserved_for, MAX_RESERVED_FOR, "status.reservedFor")
+
+
+def validate_pod(pod: core_v1.Pod) -> None:
+    for i, rc in enumerate(pod.spec.resource_claims):
+        if (rc.resource_claim_name is None) == (rc.resource_claim_template_name is None):
+            raise fail(
+                f"spec.resourceClaims[{i}]",
+                "exactly one of resourceClaimName or resourceClaimTemplateName is required",
+            )
+    check_unique((rc.name for rc in pod.spec.resource_claims), "spec.resourceClaims")
+    names = {rc.name for rc in pod.spec.resource_claims}
+    for c, container in enumerate(pod.spec.containers):
+        for k, ref in enumerate(container.resources.claims):
+            if ref.name not in names:
+                raise fail(
+                    f"spec.containers[{c}].resources.claims[{k}].name",
+                    f"{ref.name!r} is not in spec.resourceClaims",
+                )
+    aff = pod.spec.affinity
+    if (
+        aff
+        and aff.node_affinity
+        and aff.node_affinity.required_during_scheduling_ignored_during_execution
+    ):
+        check_node_selector(
+            aff.node_affinity.required_during_scheduling_ignored_during_execution,
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            one_term=False,
+        )
+
+
+def validate_node_pool(pool: draplan_v1alpha1.NodePool) -> None:
+    spec = pool.spec
+    if spec.min_nodes < 0:
+        raise fail("spec.minNodes", "must be greater than or equal to 0")
+    if spec.max_nodes < spec.min_nodes:
+        raise fail("spec.maxNodes", "must be greater than or equal to minNodes")
+    try:
+        price = float(spec.price_per_hour)
+    except ValueError:
+        raise fail("spec.pricePerHour", f"invalid number {spec.price_per_hour!r}") from None
+    if price < 0:
+        raise fail("spec.pricePerHour", "must not be negative")
+    if bool(spec.from_node) == (spec.template is not None):
+        raise fail("spec", "exactly one of template or fromNode is required")
+    for i, topo in enumerate(spec.topology):
+        if topo.nodes_per_domain < 0:
+            raise fail(f"spec.topology[{i}].nodesPerDomain", "must not be negative")
+
+
+def validate_workload_v1alpha1(w: scheduling.WorkloadV1Alpha1) -> None:
+    for i, group in enumerate(w.spec.pod_groups):
+        if group.policy.gang is not None and group.policy.gang.min_count < 1:
+            raise fail(f"spec.podGroups[{i}].policy.gang.minCount", "must be at least 1")
+
+
+def validate_workload_v1alpha2(w: scheduling.WorkloadV1Alpha2) -> None:
+    for i, group in enumerate(w.spec.pod_group_templates):
+        gang = group.scheduling_policy.gang
+        if gang is not None and gang.min_count < 1:
+            raise fail(
+                f"spec.podGroupTemplates[{i}].schedulingPolicy.gang.minCount", "must be at least 1"
+            )
+
+
+_VALIDATORS: dict[type, object] = {
+    resource_v1.ResourceSlice: validate_resource_slice,
+    resource_v1.DeviceClass: validate_device_class,
+    resource_v1.ResourceClaim: validate_resource_claim,
+    core_v1.Pod: validate_pod,
+    draplan_v1alpha1.NodePool: validate_node_pool,
+    scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
+    scheduling.WorkloadV1Alpha2: validate_workload_v1alpha2,
+}
+
+
+def validate(obj: KubeStruct) -> None:
+    """Raise BadInput (with a field path) if `obj` breaks a rule that matters here."""
+    if isinstance(obj, resource_v1.ResourceClaimTemplate):
+        validate_claim_spec(obj.spec.spec, "spec.spec")
+        return
+    check = _VALIDATORS.get(type(obj))
+    if check is not None:
+        check(obj)  # type: ignore[operator]

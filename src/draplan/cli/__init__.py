@@ -1,0 +1,1 @@
+"""The `draplan` command (also `kubectl draplan`)."""

@@ -1,0 +1,227 @@
+"""Command-line entry point: argument handling only; the work is in the library."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import click
+
+from draplan import __version__
+from draplan.allocator import AllocationError, Options, allocate
+from draplan.allocator.validate import validate_allocation
+from draplan.api.codec import encode
+from draplan.api.errors import BadInput
+from draplan.api.resource_v1 import ResourceClaim
+from draplan.cli.output import FORMATS, emit_json, emit_table, emit_yaml
+from draplan.cluster.state import ClusterState
+from draplan.sources import load_objects
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 1
+
+filename_option = click.option(
+    "-f",
+    "--filename",
+    "filenames",
+    multiple=True,
+    required=True,
+    help="File, directory or - for stdin (repeatable).",
+)
+output_option = click.option(
+    "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True
+)
+
+
+def load_state(filenames: tuple[str, ...]) -> ClusterState:
+    return ClusterState.from_objects(load_objects(list(filenames)))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="draplan")
+def cli() -> None:
+    """draplan: one DRA allocator for the Kubernetes scheduler and the autoscaler."""
+
+
+@cli.command()
+@filename_option
+@output_option
+def validate(filenames: tuple[str, ...], output: str) -> None:
+    """Load and validate objects; summarise what was read."""
+    objects = load_objects(list(filenames))
+    state = ClusterState.from_objects(objects)
+    kinds = Counter(
+        f"{getattr(o, 'kind', '')} ({getattr(o, 'api_version', '')})" for o, _ in objects
+    )
+    drivers: Counter[str] = Counter()
+    for rs in state.slices.values():
+        drivers[rs.spec.driver] += len(rs.spec.devices)
+    summary = {
+        "objects": len(objects),
+        "kinds": dict(sorted(kinds.items())),
+        "devicesPerDriver": dict(sorted(drivers.items())),
+    }
+    if output == "json":
+        emit_json(summary)
+    elif output == "yaml":
+        emit_yaml([summary])
+    else:
+        emit_table(f"{len(objects)} objects", ["KIND", "COUNT"], sorted(kinds.items()))
+        if drivers:
+            emit_table("devices", ["DRIVER", "DEVICES"], sorted(drivers.items()))
+
+
+def _pick_node(state: ClusterState, node: str | None) -> str:
+    if node:
+        if node not in state.nodes:
+            raise BadInput(f"node {node!r} is not in the input", path="--node")
+        return node
+    names = sorted(state.nodes.keys())
+    if len(names) != 1:
+        raise BadInput(f"--node is required when the input has {len(names)} nodes", path="--node")
+    return names[0]
+
+
+def _pick_claims(state: ClusterState, refs: tuple[str, ...]) -> list[ResourceClaim]:
+    if not refs:
+        return [c for c in state.claims.values() if c.status.allocation is None]
+    out = []
+    for ref in refs:
+        ns, sep, name = ref.partition("/")
+        key = (ns, name) if sep else ("default", ns)
+        claim = state.claims.get(key)
+        if claim is None:
+            raise BadInput(f"claim {key[0]}/{key[1]} is not in the input", path="--claim")
+        out.append(claim)
+    return out
+
+
+@cli.command("allocate")
+@filename_option
+@click.option("--node", help="The node the pod would run on.")
+@click.option("--claim", "claim_refs", multiple=True, help="NAMESPACE/NAME, in order.")
+@click.option(
+    "--device-order", type=click.Choice(["tight", "first-fit"]), default="tight", show_default=True
+)
+@click.option("--check", is_flag=True, help="Re-derive every invariant of the result.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, help="Time N runs.")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds.")
+@output_option
+def allocate_cmd(
+    filenames: tuple[str, ...],
+    node: str | None,
+    claim_refs: tuple[str, ...],
+    device_order: str,
+    check: bool,
+    repeat: int,
+    timeout: float,
+    output: str,
+) -> None:
+    """Allocate claims together on one node, as the DRA scheduler plugin would."""
+    state = load_state(filenames)
+    node_name = _pick_node(state, node)
+    claims = _pick_claims(state, claim_refs)
+    pending = [c for c in claims if c.status.allocation is None]
+    options = Options(device_order=device_order, timeout_seconds=timeout)  # type: ignore[arg-type]
+    times = []
+    outcome = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        outcome = allocate(state, state.nodes[node_name], pending, options)
+        times.append((time.perf_counter() - start) * 1e6)
+    assert outcome is not None
+    done = iter(outcome.claims)
+    result_claims = (
+        [c if c.status.allocation is not None else next(done) for c in claims] if outcome.ok else []
+    )
+    doc: dict[str, Any] = {
+        "satisfiable": outcome.ok,
+        "claims": [encode(c) for c in result_claims],
+        "reason": outcome.reason.to_dict() if outcome.reason else None,
+    }
+    if check and outcome.ok:
+        problems = validate_allocation(state, state.nodes[node_name], list(outcome.claims))
+        doc["check"] = {"valid": not problems, "problems": problems}
+    if repeat > 1:
+        doc["timing"] = {
+            "firstMicros": round(times[0], 1),
+            "medianMicros": round(statistics.median(times[1:]), 1),
+            "repeat": repeat,
+        }
+    if output == "json":
+        emit_json(doc)
+    elif output == "yaml":
+        emit_yaml(doc["claims"] or [doc])
+    else:
+        _allocation_table(doc, node_name)
+    if check and outcome.ok and doc["check"]["problems"]:
+        raise click.exceptions.Exit(EXIT_INTERNAL)
+
+
+def _allocation_table(doc: dict[str, Any], node: str) -> None:
+    if not doc["satisfiable"]:
+        reason = doc["reason"] or {}
+        emit_table(
+            f"node {node}: not satisfiable",
+            ["REASON", "MESSAGE"],
+            [(reason.get("code", ""), reason.get("message", ""))],
+        )
+        return
+    rows = []
+    for claim in doc["claims"]:
+        meta = claim["metadata"]
+        for res in claim["status"]["allocation"]["devices"]["results"]:
+            rows.append(
+                (
+                    f"{meta.get('namespace', '')}/{meta['name']}",
+                    res["request"],
+                    res["driver"],
+                    res["pool"],
+                    res["device"],
+                    res.get("shareID", ""),
+                )
+            )
+    emit_table(
+        f"node {node}: satisfiable", ["CLAIM", "REQUEST", "DRIVER", "POOL", "DEVICE", "SHARE"], rows
+    )
+
+
+@cli.command()
+def demo() -> None:
+    """Load, validate and summarise the built-in example AI cluster."""
+    from draplan.cli.demo import run_demo
+
+    run_demo()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; bad input exits 2 with one line, internal errors exit 1, no traceback."""
+    try:
+        cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False)
+    except click.exceptions.Exit as err:
+        sys.exit(err.exit_code)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(EXIT_BAD_INPUT)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_INTERNAL)
+    except (BadInput, AllocationError) as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as err:
+        if os.environ.get("DRAPLAN_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(err).__name__}: {err}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(0)
+
+
+def _prog_name() -> str:
+    base = os.path.basename(sys.argv[0]) if sys.argv else "draplan"
+    return "kubectl draplan" if base.startswith("kubectl-") else "draplan"

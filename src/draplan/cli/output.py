@@ -1,0 +1,31 @@
+"""Render command results as kubectl does: a table by default, or JSON / YAML documents."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "json", "yaml")
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+
+
+def emit_yaml(docs: Sequence[Any]) -> None:
+    sys.stdout.write(yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False))
+
+
+def emit_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left", box=None, header_style="bold")
+    for h in headers:
+        table.add_column(h)
+    for row in rows:
+        table.add_row(*(str(c) for c in row))
+    Console(width=max(100, Console().width), soft_wrap=True).print(table)

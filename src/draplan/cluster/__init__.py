@@ -1,0 +1,1 @@
+"""Cluster state: objects, slice indexes, device ledgers, fork / commit / revert."""

@@ -1,0 +1,145 @@
+"""Devices and pools as the allocator sees them: precomputed once per ResourceSlice.
+
+Quantities become exact integers in nano units (Kubernetes never keeps precision finer than
+1n), so the search adds and compares plain ints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from draplan.api.core_v1 import NodeSelectorTerm
+from draplan.api.quantity import Quantity
+from draplan.api.resource_v1 import Device, DeviceCapacity, ResourceSlice
+from draplan.cel import CelDevice, SemverValue
+
+DeviceID = tuple[str, str, str]  # (driver, pool, device)
+PoolID = tuple[str, str]  # (driver, pool)
+CounterKey = tuple[str, str]  # (counter set, counter)
+
+NANO = 10**9
+
+
+def nanos(q: Quantity) -> int:
+    """Exact value in nano units (rounded up, as Kubernetes rounds sub-nano precision)."""
+    frac = q.as_fraction() * NANO
+    return math.ceil(frac)
+
+
+def from_nanos(n: int) -> Quantity:
+    """A Quantity for `n` nano units, in the shortest DecimalSI form."""
+    if n % NANO == 0:
+        return Quantity.parse(str(n // NANO))
+    if n % (NANO // 1000) == 0:
+        return Quantity.parse(f"{n // (NANO // 1000)}m")
+    return Quantity.parse(f"{n}n")
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceView:
+    """One published device with everything the search needs precomputed."""
+
+    id: DeviceID
+    device: Device
+    slice_name: str
+    # How the device is bound to nodes: exactly one of these is set (nodeName, selector term,
+    # or all nodes), taken from the device itself under perDeviceNodeSelection.
+    node_name: str | None
+    node_term: NodeSelectorTerm | None
+    all_nodes: bool
+    capacity: dict[str, int] = field(default_factory=dict)
+    consumes: tuple[tuple[CounterKey, int], ...] = ()
+    multi: bool = False
+
+    @property
+    def driver(self) -> str:
+        return self.id[0]
+
+    @property
+    def pool_id(self) -> PoolID:
+        return (self.id[0], self.id[1])
+
+    @property
+    def name(self) -> str:
+        return self.id[2]
+
+    @cached_property
+    def cel(self) -> CelDevice:
+        attrs: dict[str, int | bool | str | SemverValue] = {}
+        for key, attr in self.device.attributes.items():
+            if attr.version is not None:
+                attrs[key] = SemverValue.parse(attr.version)
+            else:
+                value = attr.value()
+                if value is not None:
+                    attrs[key] = value
+        caps = {key: cap.value for key, cap in self.device.capacity.items()}
+        return CelDevice(
+            key=self.id,
+            driver=self.driver,
+            attributes=attrs,
+            capacity=caps,
+            allow_multiple_allocations=self.multi,
+        )
+
+    def attribute(self, qualified: str) -> tuple[str, object] | None:
+        """(type, value) of `domain/id`, falling back to the bare id in the driver's domain."""
+        attrs = self.device.attributes
+        attr = attrs.get(qualified)
+        if attr is None:
+            domain, _, ident = qualified.rpartition("/")
+            if domain == self.driver:
+                attr = attrs.get(ident)
+        if attr is None:
+            return None
+        kind = attr.type_name()
+        return (kind, attr.value()) if kind else None
+
+    def capacity_spec(self, name: str) -> DeviceCapacity | None:
+        return self.device.capacity.get(name)
+
+
+def device_views(rs: ResourceSlice) -> list[DeviceView]:
+    """The DeviceViews of one slice, in publish order."""
+    spec = rs.spec
+    out = []
+    per_device = spec.per_device_node_selection is True
+    for dev in spec.devices:
+        if per_device:
+            node_name, sel, all_nodes = dev.node_name, dev.node_selector, dev.all_nodes is True
+        else:
+            node_name, sel, all_nodes = spec.node_name, spec.node_selector, spec.all_nodes is True
+        term = sel.node_selector_terms[0] if sel and sel.node_selector_terms else None
+        consumes = tuple(
+            ((cc.counter_set, cname), nanos(counter.value))
+            for cc in dev.consumes_counters
+            for cname, counter in cc.counters.items()
+        )
+        out.append(
+            DeviceView(
+                id=(spec.driver, spec.pool.name, dev.name),
+                device=dev,
+                slice_name=rs.metadata.name,
+                node_name=node_name or None,
+                node_term=term,
+                all_nodes=all_nodes,
+                capacity={k: nanos(c.value) for k, c in dev.capacity.items()},
+                consumes=consumes,
+                multi=dev.allow_multiple_allocations is True,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Pool:
+    """A resource pool as seen from one node (dra-semantics §3.1)."""
+
+    id: PoolID
+    generation: int
+    devices: tuple[DeviceView, ...]
+    counters: dict[CounterKey, int]
+    incomplete: bool = False
+    invalid: str = ""

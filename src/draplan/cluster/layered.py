@@ -1,0 +1,105 @@
+"""A dict with fork / commit / revert layers (copy-on-write, like Cluster Autoscaler's
+DeltaSnapshotStore): fork and revert are O(1), commit is O(size of the top layer), a lookup is
+O(depth)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_DELETED: object = object()
+
+
+class LayeredDict(Generic[K, V]):
+    """Mapping whose writes go to the top layer; lower layers are never modified until commit."""
+
+    __slots__ = ("_layers",)
+
+    def __init__(self, base: dict[K, V] | None = None) -> None:
+        self._layers: list[dict[K, object]] = [dict(base) if base else {}]
+
+    def get(self, key: K, default: V | None = None) -> V | None:
+        for layer in reversed(self._layers):
+            if key in layer:
+                value = layer[key]
+                return default if value is _DELETED else value  # type: ignore[return-value]
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        for layer in reversed(self._layers):
+            if key in layer:
+                return layer[key] is not _DELETED
+        return False
+
+    def __getitem__(self, key: K) -> V:
+        for layer in reversed(self._layers):
+            if key in layer:
+                value = layer[key]
+                if value is _DELETED:
+                    break
+                return value  # type: ignore[return-value]
+        raise KeyError(key)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._layers[-1][key] = value
+
+    def __delitem__(self, key: K) -> None:
+        if key not in self:
+            raise KeyError(key)
+        if len(self._layers) == 1:
+            del self._layers[0][key]
+        else:
+            self._layers[-1][key] = _DELETED
+
+    def pop(self, key: K, default: V | None = None) -> V | None:
+        value = self.get(key, default)
+        if key in self:
+            del self[key]
+        return value
+
+    def items(self) -> Iterator[tuple[K, V]]:
+        if len(self._layers) == 1:
+            yield from self._layers[0].items()  # type: ignore[misc]
+            return
+        merged: dict[K, object] = {}
+        for layer in self._layers:
+            merged.update(layer)
+        for key, value in merged.items():
+            if value is not _DELETED:
+                yield key, value  # type: ignore[misc]
+
+    def keys(self) -> Iterator[K]:
+        return (k for k, _ in self.items())
+
+    def values(self) -> Iterator[V]:
+        return (v for _, v in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    @property
+    def depth(self) -> int:
+        return len(self._layers)
+
+    def fork(self) -> None:
+        self._layers.append({})
+
+    def revert(self) -> None:
+        if len(self._layers) == 1:
+            raise RuntimeError("revert without fork")
+        self._layers.pop()
+
+    def commit(self) -> None:
+        if len(self._layers) == 1:
+            raise RuntimeError("commit without fork")
+        top = self._layers.pop()
+        below = self._layers[-1]
+        bottom = len(self._layers) == 1
+        for key, value in top.items():
+            if value is _DELETED and bottom:
+                below.pop(key, None)
+            else:
+                below[key] = value

@@ -1,0 +1,390 @@
+"""ClusterState: the objects of one cluster snapshot and the ledgers the allocator reads.
+
+Every table is a LayeredDict, so `fork()` / `revert()` are O(number of tables) and `commit()`
+is linear in what the fork wrote (the contract of Cluster Autoscaler's delta snapshot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.errors import BadInput
+from draplan.api.meta import KubeStruct
+from draplan.api.resource_v1 import (
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from draplan.cluster.devices import (
+    CounterKey,
+    DeviceID,
+    DeviceView,
+    Pool,
+    PoolID,
+    device_views,
+    nanos,
+)
+from draplan.cluster.layered import LayeredDict
+from draplan.cluster.nodeselector import selector_matches, term_matches
+
+ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
+
+
+@dataclass(frozen=True)
+class SharedUse:
+    """Allocations of one multi-allocatable device: how many shares, capacity they consume."""
+
+    shares: int
+    consumed: dict[str, int]
+
+
+def key_of(obj: KubeStruct) -> ObjectKey:
+    meta = obj.metadata  # type: ignore[attr-defined]
+    return (meta.namespace, meta.name)
+
+
+class ClusterState:
+    """Nodes, pods, DRA objects and the device / counter / capacity ledgers."""
+
+    def __init__(self) -> None:
+        self.nodes: LayeredDict[str, Node] = LayeredDict()
+        self.pods: LayeredDict[ObjectKey, Pod] = LayeredDict()
+        self.claims: LayeredDict[ObjectKey, ResourceClaim] = LayeredDict()
+        self.slices: LayeredDict[str, ResourceSlice] = LayeredDict()
+        self.device_classes: dict[str, DeviceClass] = {}
+        self.claim_templates: dict[ObjectKey, ResourceClaimTemplate] = {}
+        self.namespaces: dict[str, Namespace] = {}
+        self.pod_templates: dict[ObjectKey, PodTemplate] = {}
+        self.node_pools: dict[str, NodePool] = {}
+        self.others: list[KubeStruct] = []
+        self.origin: dict[tuple[str, ObjectKey], str] = {}
+        # Derived indexes of the slices.
+        self._slice_devices: LayeredDict[str, tuple[DeviceView, ...]] = LayeredDict()
+        self._slices_by_node: LayeredDict[str, tuple[str, ...]] = LayeredDict()
+        self._slices_by_pool: LayeredDict[PoolID, tuple[str, ...]] = LayeredDict()
+        self._shared_slices: LayeredDict[str, bool] = LayeredDict()
+        self._devices: LayeredDict[DeviceID, DeviceView] = LayeredDict()
+        # Ledgers (dra-semantics §3.0 AllocatedState, plus consumed counters per pool).
+        self.exclusive: LayeredDict[DeviceID, int] = LayeredDict()
+        self.shared: LayeredDict[DeviceID, SharedUse] = LayeredDict()
+        self.counters: LayeredDict[tuple[PoolID, CounterKey], int] = LayeredDict()
+        self._pool_cache: list[dict[str, tuple[Pool, ...]]] = [{}]
+        self._tables = (
+            self.nodes,
+            self.pods,
+            self.claims,
+            self.slices,
+            self._slice_devices,
+            self._slices_by_node,
+            self._slices_by_pool,
+            self._shared_slices,
+            self._devices,
+            self.exclusive,
+            self.shared,
+            self.counters,
+        )
+
+    # --- building ------------------------------------------------------------------------
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[tuple[KubeStruct, str] | KubeStruct]) -> ClusterState:
+        """Index objects (optionally paired with the file they came from)."""
+        state = cls()
+        claims: list[ResourceClaim] = []
+        for item in objects:
+            obj, source = item if isinstance(item, tuple) else (item, "")
+            kind = getattr(obj, "kind", "")
+            key = key_of(obj)
+            okey = (f"{getattr(obj, 'api_version', '')}/{kind}", key)
+            if okey in state.origin:
+                raise BadInput(
+                    f"duplicate object (also in {state.origin[okey] or 'input'})",
+                    source=source,
+                    kind=kind,
+                    name="/".join(p for p in key if p),
+                )
+            state.origin[okey] = source
+            if isinstance(obj, Node):
+                state.nodes[key[1]] = obj
+            elif isinstance(obj, Pod):
+                state.pods[key] = obj
+            elif isinstance(obj, ResourceClaim):
+                claims.append(obj)
+            elif isinstance(obj, ResourceSlice):
+                state.add_slice(obj)
+            elif isinstance(obj, DeviceClass):
+                state.device_classes[key[1]] = obj
+            elif isinstance(obj, ResourceClaimTemplate):
+                state.claim_templates[key] = obj
+            elif isinstance(obj, Namespace):
+                state.namespaces[key[1]] = obj
+            elif isinstance(obj, PodTemplate):
+                state.pod_templates[key] = obj
+            elif isinstance(obj, NodePool):
+                state.node_pools[key[1]] = obj
+            else:
+                state.others.append(obj)
+        for claim in claims:
+            state.put_claim(claim)
+        return state
+
+    def source_of(self, obj: KubeStruct) -> str:
+        kind = f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}"
+        return self.origin.get((kind, key_of(obj)), "")
+
+    # --- fork / commit / revert ----------------------------------------------------------
+
+    def fork(self) -> None:
+        for table in self._tables:
+            table.fork()
+        self._pool_cache.append({})
+
+    def revert(self) -> None:
+        for table in self._tables:
+            table.revert()
+        self._pool_cache.pop()
+
+    def commit(self) -> None:
+        for table in self._tables:
+            table.commit()
+        top = self._pool_cache.pop()
+        # A commit may have changed slices, so only the committed layer's cache stays valid.
+        self._pool_cache[-1] = top
+
+    @contextmanager
+    def forked(self, *, commit: bool = False) -> Iterator[ClusterState]:
+        """Fork for the body; revert afterwards unless `commit` (then commit on success)."""
+        self.fork()
+        try:
+            yield self
+        except BaseException:
+            self.revert()
+            raise
+        if commit:
+            self.commit()
+        else:
+            self.revert()
+
+    # --- slices and pools ----------------------------------------------------------------
+
+    def add_slice(self, rs: ResourceSlice) -> None:
+        name = rs.metadata.name
+        if name in self.slices:
+            self.remove_slice(name)
+        spec = rs.spec
+        self.slices[name] = rs
+        views = tuple(device_views(rs))
+        self._slice_devices[name] = views
+        if spec.node_name:
+            self._slices_by_node[spec.node_name] = (
+                *(self._slices_by_node.get(spec.node_name) or ()),
+                name,
+            )
+        else:
+            self._shared_slices[name] = True
+        pool_id = (spec.driver, spec.pool.name)
+        self._slices_by_pool[pool_id] = (*(self._slices_by_pool.get(pool_id) or ()), name)
+        for view in views:
+            current = self._devices.get(view.id)
+            if current is None or self._generation(current) <= spec.pool.generation:
+                self._devices[view.id] = view
+        self._pool_cache[-1] = {}
+
+    def remove_slice(self, name: str) -> None:
+        rs = self.slices.get(name)
+        if rs is None:
+            return
+        spec = rs.spec
+        del self.slices[name]
+        for view in self._slice_devices.get(name) or ():
+            if self._devices.get(view.id) is view:
+                del self._devices[view.id]
+        del self._slice_devices[name]
+        if spec.node_name:
+            rest = tuple(n for n in self._slices_by_node.get(spec.node_name) or () if n != name)
+            self._slices_by_node[spec.node_name] = rest
+        else:
+            del self._shared_slices[name]
+        pool_id = (spec.driver, spec.pool.name)
+        rest = tuple(n for n in self._slices_by_pool.get(pool_id) or () if n != name)
+        self._slices_by_pool[pool_id] = rest
+        self._pool_cache[-1] = {}
+
+    def _generation(self, view: DeviceView) -> int:
+        rs = self.slices.get(view.slice_name)
+        return rs.spec.pool.generation if rs is not None else -1
+
+    def device(self, device_id: DeviceID) -> DeviceView | None:
+        return self._devices.get(device_id)
+
+    def slice_devices(self, name: str) -> tuple[DeviceView, ...]:
+        return self._slice_devices.get(name) or ()
+
+    def pools_for_node(self, node: Node) -> tuple[Pool, ...]:
+        """Pools visible from `node`, sorted by (driver, pool) as Kubernetes 1.36 does."""
+        cache = self._pool_cache[-1]
+        pools = cache.get(node.metadata.name)
+        if pools is None:
+            pools = self._gather_pools(node)
+            cache[node.metadata.name] = pools
+        return pools
+
+    def _targets(self, rs: ResourceSlice, node: Node) -> bool:
+        spec = rs.spec
+        if spec.node_name:
+            return spec.node_name == node.metadata.name
+        if spec.all_nodes:
+            return True
+        if spec.node_selector is not None:
+            return selector_matches(spec.node_selector, node)
+        if spec.per_device_node_selection:
+            return any(visible(v, node) for v in self.slice_devices(rs.metadata.name))
+        return False
+
+    def _gather_pools(self, node: Node) -> tuple[Pool, ...]:
+        # dra-semantics §3.1 with the 1.36 index (PR #136588): node-local slices by name,
+        # shared slices checked one by one.
+        name = node.metadata.name
+        relevant: dict[PoolID, list[ResourceSlice]] = {}
+        candidates = [*(self._slices_by_node.get(name) or ()), *self._shared_slices.keys()]
+        for sname in candidates:
+            rs = self.slices[sname]
+            if not self._targets(rs, node):
+                continue
+            pid = (rs.spec.driver, rs.spec.pool.name)
+            have = relevant.get(pid)
+            gen = rs.spec.pool.generation
+            if have is None or gen > have[0].spec.pool.generation:
+                relevant[pid] = [rs]
+            elif gen == have[0].spec.pool.generation:
+                have.append(rs)
+        pools = []
+        for pid in sorted(relevant):
+            pool = self._build_pool(pid, relevant[pid], node)
+            if pool is not None:
+                pools.append(pool)
+        return tuple(pools)
+
+    def _build_pool(self, pid: PoolID, targeting: list[ResourceSlice], node: Node) -> Pool | None:
+        generation = targeting[0].spec.pool.generation
+        expected = targeting[0].spec.pool.resource_slice_count
+        all_slices = [self.slices[n] for n in self._slices_by_pool.get(pid) or ()]
+        if any(rs.spec.pool.generation > generation for rs in all_slices):
+            return None  # obsolete: a newer generation exists elsewhere
+        same_gen = [rs for rs in all_slices if rs.spec.pool.generation == generation]
+        incomplete = len(same_gen) != expected
+        targeting.sort(key=lambda rs: rs.metadata.name)
+        devices: list[DeviceView] = []
+        counters: dict[CounterKey, int] = {}
+        invalid = ""
+        seen_devices: set[str] = set()
+        seen_sets: set[str] = set()
+        for rs in sorted(same_gen, key=lambda rs: rs.metadata.name):
+            for cs in rs.spec.shared_counters:
+                if cs.name in seen_sets:
+                    invalid = invalid or f"counter set {cs.name!r} is defined twice"
+                seen_sets.add(cs.name)
+                for cname, counter in cs.counters.items():
+                    counters[(cs.name, cname)] = nanos(counter.value)
+        for rs in targeting:
+            for view in self.slice_devices(rs.metadata.name):
+                if rs.spec.per_device_node_selection and not visible(view, node):
+                    continue
+                if view.name in seen_devices:
+                    invalid = invalid or f"device {view.name!r} is published twice"
+                seen_devices.add(view.name)
+                devices.append(view)
+        if not incomplete and not invalid:
+            for rs in same_gen:
+                for view in self.slice_devices(rs.metadata.name):
+                    for ckey, _ in view.consumes:
+                        if ckey[0] not in seen_sets:
+                            invalid = (
+                                f"device {view.name!r} consumes unknown counter set {ckey[0]!r}"
+                            )
+                        elif ckey not in counters:
+                            invalid = (
+                                f"device {view.name!r} consumes unknown counter "
+                                f"{ckey[1]!r} of set {ckey[0]!r}"
+                            )
+        return Pool(pid, generation, tuple(devices), counters, incomplete, invalid)
+
+    # --- claims and ledgers --------------------------------------------------------------
+
+    def put_claim(self, claim: ResourceClaim) -> None:
+        """Add or replace a claim; its allocation (if any) moves into the ledgers."""
+        key = key_of(claim)
+        old = self.claims.get(key)
+        if old is not None and old.status.allocation is not None:
+            self._account(old.status.allocation.devices.results, -1)
+        self.claims[key] = claim
+        if claim.status.allocation is not None:
+            self._account(claim.status.allocation.devices.results, +1)
+
+    def remove_claim(self, key: ObjectKey) -> None:
+        old = self.claims.get(key)
+        if old is None:
+            return
+        if old.status.allocation is not None:
+            self._account(old.status.allocation.devices.results, -1)
+        del self.claims[key]
+
+    def _account(self, results: Iterable[DeviceRequestAllocationResult], sign: int) -> None:
+        for res in results:
+            if res.admin_access:
+                continue  # admin access never makes a device "in use" (§3.0)
+            dev_id = (res.driver, res.pool, res.device)
+            view = self._devices.get(dev_id)
+            if res.share_id is not None:
+                use = self.shared.get(dev_id) or SharedUse(0, {})
+                consumed = dict(use.consumed)
+                for name, q in res.consumed_capacity.items():
+                    consumed[name] = consumed.get(name, 0) + sign * nanos(q)
+                shares = use.shares + sign
+                first_or_last = (sign > 0 and use.shares == 0) or (sign < 0 and shares == 0)
+                if shares:
+                    self.shared[dev_id] = SharedUse(shares, consumed)
+                else:
+                    self.shared.pop(dev_id)
+                if first_or_last and view is not None:
+                    self._consume_counters(view, sign)
+            else:
+                count = (self.exclusive.get(dev_id) or 0) + sign
+                if count > 0:
+                    self.exclusive[dev_id] = count
+                else:
+                    self.exclusive.pop(dev_id)
+                if view is not None:
+                    self._consume_counters(view, sign)
+
+    def _consume_counters(self, view: DeviceView, sign: int) -> None:
+        pid = view.pool_id
+        for ckey, amount in view.consumes:
+            k = (pid, ckey)
+            self.counters[k] = (self.counters.get(k) or 0) + sign * amount
+
+    def in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.exclusive
+
+    def shared_use(self, device_id: DeviceID) -> SharedUse | None:
+        return self.shared.get(device_id)
+
+    def counter_used(self, pool_id: PoolID, ckey: CounterKey) -> int:
+        return self.counters.get((pool_id, ckey)) or 0
+
+
+def visible(view: DeviceView, node: Node) -> bool:
+    """Is the device reachable from `node` by its own (or its slice's) node selection."""
+    if view.all_nodes:
+        return True
+    if view.node_name is not None:
+        return view.node_name == node.metadata.name
+    if view.node_term is not None:
+        return term_matches(view.node_term, node)
+    return False

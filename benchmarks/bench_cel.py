@@ -8,15 +8,9 @@ cached:   every (selector, device) answer already known: a dict lookup.
 
 from __future__ import annotations
 
-import sys
+import json
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-try:
-    import draplan.cel  # noqa: F401
-except ImportError:  # not installed: run from the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from draplan.api.quantity import Quantity
 from draplan.cel import CelDevice, SemverValue, clear_caches, compile_selector
@@ -92,8 +86,4 @@ def run() -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    result = run()
-    print(f"selector: {result['selector']}")
-    print(f"devices: {result['devices']} (matched {result['matched']})")
-    for name in ("cold", "uncached", "cached"):
-        print(f"{name:>9}: {result[f'{name}_evals_per_s']:>12,} evals/s")
+    print(json.dumps(run()))

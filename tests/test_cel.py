@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-try:
-    import draplan.cel  # noqa: F401
-except ImportError:  # not installed (no `pip install -e .`): run from the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from draplan.api.quantity import Quantity
 from draplan.cel import (

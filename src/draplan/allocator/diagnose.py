@@ -80,6 +80,8 @@ def _stage_code(row: dict[str, Any]) -> tuple[int, str] | None:
                 return index, INCOMPLETE_POOL
             if stage == "matching" and row["invalidPools"]:
                 return index, INVALID_POOL
+            if stage == "matching" and row["matching"]:
+                return index, INSUFFICIENT_DEVICES  # some match, just not enough of them
             return index, code
     return None
 

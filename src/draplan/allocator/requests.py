@@ -104,10 +104,31 @@ def _spec(
     )
 
 
+_SLOTS_CACHE: dict[tuple[int, ...], tuple[tuple[object, ...], list[RequestSlot]]] = {}
+_SLOTS_CACHE_SIZE = 4096
+
+
 def build_slots(
     claims: tuple[ResourceClaim, ...], classes: dict[str, DeviceClass]
 ) -> list[RequestSlot]:
-    """Every request of every claim, in claim then request order."""
+    """Every request of every claim, in claim then request order. Cached by object identity:
+    the scheduler asks for the same claims on every candidate node."""
+    key = (id(classes), *(id(c) for c in claims))
+    hit = _SLOTS_CACHE.get(key)
+    # Identity, not equality: ids can be reused once an object is gone, so the cache keeps
+    # the objects alive and checks them. DeviceClasses are fixed once a ClusterState is built.
+    if hit is not None and all(a is b for a, b in zip(hit[0], (classes, *claims), strict=True)):
+        return hit[1]
+    slots = _build_slots(claims, classes)
+    if len(_SLOTS_CACHE) >= _SLOTS_CACHE_SIZE:
+        _SLOTS_CACHE.clear()
+    _SLOTS_CACHE[key] = ((classes, *claims), slots)
+    return slots
+
+
+def _build_slots(
+    claims: tuple[ResourceClaim, ...], classes: dict[str, DeviceClass]
+) -> list[RequestSlot]:
     slots: list[RequestSlot] = []
     for ci, claim in enumerate(claims):
         for req in claim.spec.devices.requests:

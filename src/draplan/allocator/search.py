@@ -4,6 +4,7 @@ matchAttribute value, and a memory of failed sub-states (dra-semantics §3.3-§3
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 from draplan.allocator.capacity import consumption
@@ -23,8 +24,6 @@ from draplan.cluster.devices import CounterKey, DeviceID, DeviceView, Pool, Pool
 from draplan.cluster.state import ClusterState
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
-# Attributes that name a topology group inside a node, most specific first.
-TOPOLOGY_ATTRIBUTES = ("resource.kubernetes.io/pcieRoot", "numa", "numaNode", "socket")
 
 
 class _Timeout(Exception):
@@ -88,6 +87,7 @@ class Search:
         self.candidates: dict[int, list[DeviceView]] = {}
         self.all_sets: dict[int, list[DeviceView]] = {}
         self.overdrawn = self._overdrawn_pools()
+        self._free_by_group: Counter[tuple[PoolID, object]] | None = None
 
     # --- preparation ---------------------------------------------------------------------
 
@@ -228,24 +228,17 @@ class Search:
         return max(shared.consumed.get(k, 0) / (v or 1) for k, v in view.capacity.items())
 
     def _group_free(self, view: DeviceView) -> int:
-        key = self._topology_value(view)
+        key = view.topology
         if key is None:
             return 0
-        pool = self.pool_by_id[view.pool_id]
-        return sum(
-            1
-            for v in pool.devices
-            if self._topology_value(v) == key and not self.state.in_use(v.id)
-        )
-
-    @staticmethod
-    def _topology_value(view: DeviceView) -> object:
-        for attr in TOPOLOGY_ATTRIBUTES:
-            name = attr if "/" in attr else f"{view.driver}/{attr}"
-            value = view.attribute(name)
-            if value is not None:
-                return (attr, value)
-        return None
+        if self._free_by_group is None:
+            counts: Counter[tuple[PoolID, object]] = Counter()
+            for pool in self.pools:
+                for v in pool.devices:
+                    if v.topology is not None and not self.state.in_use(v.id):
+                        counts[(pool.id, v.topology)] += 1
+            self._free_by_group = counts
+        return self._free_by_group[(view.pool_id, key)]
 
     # --- one device ----------------------------------------------------------------------
 

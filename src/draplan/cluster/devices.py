@@ -20,6 +20,8 @@ PoolID = tuple[str, str]  # (driver, pool)
 CounterKey = tuple[str, str]  # (counter set, counter)
 
 NANO = 10**9
+# Attributes that name a topology group inside a node, most specific first.
+TOPOLOGY_ATTRIBUTES = ("resource.kubernetes.io/pcieRoot", "numa", "numaNode", "socket")
 
 
 def nanos(q: Quantity) -> int:
@@ -84,18 +86,31 @@ class DeviceView:
             allow_multiple_allocations=self.multi,
         )
 
+    @cached_property
+    def _qualified_attributes(self) -> dict[str, tuple[str, object]]:
+        # Bare names live in the driver's domain; an explicit "domain/id" wins over a bare id.
+        out: dict[str, tuple[str, object]] = {}
+        for explicit in (False, True):
+            for key, attr in self.device.attributes.items():
+                if ("/" in key) != explicit:
+                    continue
+                kind = attr.type_name()
+                if kind:
+                    out[key if explicit else f"{self.driver}/{key}"] = (kind, attr.value())
+        return out
+
     def attribute(self, qualified: str) -> tuple[str, object] | None:
         """(type, value) of `domain/id`, falling back to the bare id in the driver's domain."""
-        attrs = self.device.attributes
-        attr = attrs.get(qualified)
-        if attr is None:
-            domain, _, ident = qualified.rpartition("/")
-            if domain == self.driver:
-                attr = attrs.get(ident)
-        if attr is None:
-            return None
-        kind = attr.type_name()
-        return (kind, attr.value()) if kind else None
+        return self._qualified_attributes.get(qualified)
+
+    @cached_property
+    def topology(self) -> object:
+        """The value of the most specific topology attribute (PCIe root, NUMA node, socket)."""
+        for attr in TOPOLOGY_ATTRIBUTES:
+            value = self.attribute(attr if "/" in attr else f"{self.driver}/{attr}")
+            if value is not None:
+                return (attr, value)
+        return None
 
     def capacity_spec(self, name: str) -> DeviceCapacity | None:
         return self.device.capacity.get(name)

@@ -22,6 +22,8 @@ class LayeredDict(Generic[K, V]):
         self._layers: list[dict[K, object]] = [dict(base) if base else {}]
 
     def get(self, key: K, default: V | None = None) -> V | None:
+        if len(self._layers) == 1:  # the common case: no fork open, no tombstones
+            return self._layers[0].get(key, default)  # type: ignore[return-value]
         for layer in reversed(self._layers):
             if key in layer:
                 value = layer[key]
@@ -29,6 +31,8 @@ class LayeredDict(Generic[K, V]):
         return default
 
     def __contains__(self, key: object) -> bool:
+        if len(self._layers) == 1:
+            return key in self._layers[0]
         for layer in reversed(self._layers):
             if key in layer:
                 return layer[key] is not _DELETED

@@ -1,0 +1,140 @@
+"""The command line: formats, exit codes, --check, --repeat, the demo and the kubectl plugin."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from draplan import __version__
+from draplan.cli.demo import example_path
+
+EXAMPLE = example_path()
+
+
+def _pod_claim_file(tmp_path: Path, count: int) -> Path:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count},
+                    }
+                ],
+                "constraints": [{"matchAttribute": "gpu.nvidia.com/numa"}],
+            }
+        },
+    }
+    path = tmp_path / "claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    return path
+
+
+def test_version(run_cli: Any) -> None:
+    result = run_cli("--version")
+    assert result.code == 0
+    assert __version__ in result.out
+
+
+def test_validate_summarises_the_example(run_cli: Any) -> None:
+    result = run_cli("validate", "-f", EXAMPLE, "-o", "json")
+    assert result.code == 0
+    doc = result.json()
+    assert doc["kinds"]["Node (v1)"] == 10
+    assert doc["devicesPerDriver"]["dra.net"] == 16
+
+
+def test_allocate_with_check_and_repeat(run_cli: Any, tmp_path: Path) -> None:
+    claim = _pod_claim_file(tmp_path, 4)
+    result = run_cli(
+        "allocate",
+        "-f",
+        EXAMPLE,
+        "-f",
+        str(claim),
+        "--node",
+        "l40s-pcie-0",
+        "--claim",
+        "ml/train",
+        "--check",
+        "--repeat",
+        "5",
+        "-o",
+        "json",
+    )
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["satisfiable"] is True
+    assert doc["check"] == {"valid": True, "problems": []}
+    assert doc["timing"]["repeat"] == 5 and doc["timing"]["medianMicros"] > 0
+    results = doc["claims"][0]["status"]["allocation"]["devices"]["results"]
+    assert len(results) == 4
+
+
+def test_allocate_unsatisfiable_is_an_answer(run_cli: Any, tmp_path: Path) -> None:
+    claim = _pod_claim_file(tmp_path, 5)  # only 4 GPUs per NUMA node
+    result = run_cli(
+        "allocate",
+        "-f",
+        EXAMPLE,
+        "-f",
+        str(claim),
+        "--node",
+        "l40s-pcie-0",
+        "--claim",
+        "ml/train",
+        "-o",
+        "json",
+    )
+    assert result.code == 0
+    doc = result.json()
+    assert doc["satisfiable"] is False
+    assert doc["reason"]["code"] == "ConstraintUnsatisfiable"
+    assert doc["claims"] == []
+
+
+def test_allocate_output_is_byte_identical(run_cli: Any, tmp_path: Path) -> None:
+    claim = _pod_claim_file(tmp_path, 2)
+    args = (
+        "allocate",
+        "-f",
+        EXAMPLE,
+        "-f",
+        str(claim),
+        "--node",
+        "h100-nvl-0",
+        "--claim",
+        "ml/train",
+        "-o",
+        "yaml",
+    )
+    assert run_cli(*args).out == run_cli(*args).out
+
+
+def test_unknown_node_is_bad_input(run_cli: Any) -> None:
+    result = run_cli("allocate", "-f", EXAMPLE, "--node", "nope", "-o", "json")
+    assert result.code == 2
+    assert "node 'nope' is not in the input" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_demo_runs(run_cli: Any) -> None:
+    result = run_cli("demo")
+    assert result.code == 0, result.err
+    assert "ml/train-0" in result.out
+
+
+def test_kubectl_plugin_entry_point() -> None:
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run(
+        [str(bin_dir / "kubectl-draplan"), "--help"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0
+    assert "kubectl draplan" in proc.stdout

@@ -41,7 +41,10 @@ def _dec_hook(tp: type, obj: Any) -> Any:
         if isinstance(obj, bool) or not isinstance(obj, str | int | float):
             raise ValueError(f"expected a quantity string, got {type(obj).__name__}")
         text = repr(obj) if isinstance(obj, float) else obj
-        return Quantity.parse(text)
+        try:
+            return Quantity.parse(text)
+        except ValueError as err:
+            raise ValueError(f"invalid quantity {text!r}: {err}") from None
     raise NotImplementedError(tp)
 
 
@@ -52,11 +55,78 @@ def _enc_hook(obj: Any) -> Any:
 
 
 def _split_error(err: msgspec.ValidationError) -> tuple[str, str]:
+    """The message and msgspec's raw path (`.spec.devices[0].capacity[...].value`)."""
     m = _PATH.match(str(err))
     assert m is not None
-    path = (m.group("path") or "").lstrip(".").replace("[...]", "[*]")
     msg = m.group("msg").replace("`", "")
-    return (msg[:1].lower() + msg[1:]), path
+    return (msg[:1].lower() + msg[1:]), m.group("path") or ""
+
+
+_SEGMENT = re.compile(r"\.(?P<field>[^.\[]+)|\[(?P<index>\d+)\]|\[\.\.\.\]")
+_MISSING = object()
+
+
+def _get(obj: Any, trail: list[Any]) -> Any:
+    for step in trail:
+        if isinstance(obj, list):
+            found = isinstance(step, int) and 0 <= step < len(obj)
+        else:
+            found = isinstance(obj, dict) and step in obj
+        if not found:
+            return _MISSING
+        obj = obj[step]
+    return obj
+
+
+def _replace(obj: Any, trail: list[Any], value: Any) -> Any:
+    """A copy of `obj` with the value at `trail` replaced (only the containers on the way)."""
+    if not trail:
+        return value
+    head, rest = trail[0], trail[1:]
+    if isinstance(obj, list) and isinstance(head, int):
+        return [*obj[:head], _replace(obj[head], rest, value), *obj[head + 1 :]]
+    return {**obj, head: _replace(obj[head], rest, value)}
+
+
+def _field_path(obj: Any, cls: type[KubeStruct], raw_path: str, error: str) -> str:
+    """The field path with map keys named: msgspec writes `[...]` for every key, so each key
+    is found by converting again with only that entry left (on the error path only)."""
+    out: list[str] = []
+    trail: list[Any] = []  # keys and indexes from the root
+    lost = False
+    for m in _SEGMENT.finditer(raw_path):
+        if m.group("field") is not None:
+            out.append(f".{m.group('field')}")
+            trail.append(m.group("field"))
+            continue
+        if m.group("index") is not None:
+            out.append(f"[{m.group('index')}]")
+            trail.append(int(m.group("index")))
+            continue
+        mapping = _MISSING if lost else _get(obj, trail)
+        key: Any = _MISSING
+        if isinstance(mapping, dict):
+            for k, v in mapping.items():
+                candidate = _replace(obj, trail, {k: v})
+                try:
+                    msgspec.convert(candidate, cls, dec_hook=_dec_hook)
+                except msgspec.ValidationError as err:
+                    if str(err) == error:
+                        key, obj = k, candidate
+                        break
+        if key is _MISSING:
+            lost = True
+            out.append("[*]")
+        else:
+            out.append(f"[{key}]")
+            trail.append(key)
+    return "".join(out).lstrip(".")
+
+
+def _not_a_name(value: Any) -> str:
+    if value is None or value == "":
+        return "missing required field"
+    return f"expected a non-empty string, got {type(value).__name__}"
 
 
 def decode(obj: Any, *, source: str = "") -> KubeStruct:
@@ -67,17 +137,24 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     meta = obj.get("metadata")
     name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
     if not isinstance(kind, str) or not kind:
-        raise BadInput("missing required field", source=source, name=name, path="kind")
+        raise BadInput(_not_a_name(kind), source=source, name=name, path="kind")
     if not isinstance(api_version, str) or not api_version:
         raise BadInput(
-            "missing required field", source=source, kind=kind, name=name, path="apiVersion"
+            _not_a_name(api_version), source=source, kind=kind, name=name, path="apiVersion"
         )
     cls = KINDS.get((api_version, kind))
     if cls is None:
         known = sorted(v for (v, k) in KINDS if k == kind)
-        hint = f"; supported: {', '.join(known)}" if known else ""
+        if not known:
+            raise BadInput(
+                f"unsupported kind {kind!r} (apiVersion {api_version})",
+                source=source,
+                kind=kind,
+                name=name,
+                path="kind",
+            )
         raise BadInput(
-            f"unsupported apiVersion/kind {api_version}/{kind}{hint}",
+            f"unsupported apiVersion {api_version!r} for {kind}; supported: {', '.join(known)}",
             source=source,
             kind=kind,
             name=name,
@@ -86,7 +163,8 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     try:
         value = msgspec.convert(obj, cls, dec_hook=_dec_hook)
     except msgspec.ValidationError as err:
-        msg, path = _split_error(err)
+        msg, raw_path = _split_error(err)
+        path = _field_path(obj, cls, raw_path, str(err))
         raise BadInput(msg, source=source, kind=kind, name=name, path=path) from None
     try:
         validate(value)
@@ -95,9 +173,13 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     return value
 
 
+_JSON_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
+_JSON_DECODER = msgspec.json.Decoder()
+
+
 def encode(obj: KubeStruct) -> dict[str, Any]:
     """Kubernetes JSON form: apiVersion and kind first, empty fields omitted."""
-    body = msgspec.to_builtins(obj, enc_hook=_enc_hook)
+    body = to_builtins(obj)
     assert isinstance(body, dict)
     head = {"apiVersion": getattr(obj, "api_version", ""), "kind": getattr(obj, "kind", "")}
     body.pop("apiVersion", None)
@@ -106,5 +188,9 @@ def encode(obj: KubeStruct) -> dict[str, Any]:
 
 
 def to_builtins(value: Any) -> Any:
-    """Any API value (or container of them) in JSON form."""
-    return msgspec.to_builtins(value, enc_hook=_enc_hook)
+    """Any API value (or container of them) in JSON form: dicts, lists, strings, numbers.
+
+    Through JSON rather than `msgspec.to_builtins`, which keeps tuples as tuples: the result
+    must equal what a JSON parser gives for the same object.
+    """
+    return _JSON_DECODER.decode(_JSON_ENCODER.encode(value))

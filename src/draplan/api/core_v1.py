@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
@@ -41,7 +43,7 @@ class Toleration(KubeStruct, frozen=True):
 class NodeSpec(KubeStruct, frozen=True):
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
-    provider_id: str = ""
+    provider_id: str = msgspec.field(default="", name="providerID")
 
 
 class NodeStatus(KubeStruct, frozen=True):

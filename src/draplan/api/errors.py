@@ -41,8 +41,9 @@ class BadInput(Exception):
         parts = []
         if self.source:
             parts.append(self.source)
-        if self.kind:
-            parts.append(f'{self.kind} "{self.name}"' if self.name else self.kind)
+        if self.kind or self.name:
+            kind = self.kind or "object"
+            parts.append(f'{kind} "{self.name}"' if self.name else kind)
         if self.path:
             parts.append(self.path)
         parts.append(" ".join(self.message.split()))

@@ -45,6 +45,7 @@ MAX_CEL_LENGTH = 10 * 1024
 MAX_VALID_VALUES = 10
 MAX_POOL_NAME_LENGTH = 253
 MAX_RESERVED_FOR = 256
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
 
 
@@ -121,7 +122,7 @@ def check_node_selector_requirement(req: core_v1.NodeSelectorRequirement, path: 
 
 def check_cel(sel: resource_v1.DeviceSelector, path: str) -> None:
     if sel.cel is None:
-        raise fail(path, "exactly one of `cel` is required")
+        raise fail(path, "exactly one of cel is required")
     expr = sel.cel.expression
     if not expr.strip():
         raise fail(f"{path}.cel.expression", "required value")
@@ -198,6 +199,8 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         set_count = sum(v is not None for v in (attr.int_, attr.bool_, attr.string, attr.version))
         if set_count != 1:
             raise fail(apath, f"exactly one value must be specified, got {set_count}")
+        if attr.int_ is not None and not INT64_MIN <= attr.int_ <= INT64_MAX:
+            raise fail(f"{apath}.int", f"value {attr.int_} does not fit in int64")
         for text in (attr.string, attr.version):
             if text is not None and len(text) > MAX_ATTRIBUTE_VALUE_LENGTH:
                 raise fail(apath, "value may not be longer than 64")
@@ -358,7 +361,7 @@ def validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> None:
         check_dns_label(req.name, f"{p}.name")
         refs.add(req.name)
         if (req.exactly is None) == (not req.first_available):
-            raise fail(p, "exactly one of `exactly` or `firstAvailable` is required")
+            raise fail(p, "exactly one of exactly or firstAvailable is required")
         if req.exactly is not None:
             _validate_exact(req.exactly, f"{p}.exactly")
             continue

@@ -17,10 +17,12 @@ from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceRequestAllocationResult,
+    DeviceSelector,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from draplan.cel import CelError, compile_selector
 from draplan.cluster.devices import (
     CounterKey,
     DeviceID,
@@ -47,6 +49,37 @@ class SharedUse:
 def key_of(obj: KubeStruct) -> ObjectKey:
     meta = obj.metadata  # type: ignore[attr-defined]
     return (meta.namespace, meta.name)
+
+
+def _check_selectors(obj: KubeStruct, source: str) -> None:
+    """CEL selectors must compile, as the API server checks at admission; draplan.api cannot
+    check it (it sits below draplan.cel), so it is checked where a snapshot is assembled."""
+    groups: list[tuple[str, tuple[DeviceSelector, ...]]] = []
+    if isinstance(obj, DeviceClass):
+        groups.append(("spec.selectors", obj.spec.selectors))
+    elif isinstance(obj, ResourceClaim | ResourceClaimTemplate):
+        claim = obj.spec if isinstance(obj, ResourceClaim) else obj.spec.spec
+        prefix = "spec" if isinstance(obj, ResourceClaim) else "spec.spec"
+        for i, req in enumerate(claim.devices.requests):
+            path = f"{prefix}.devices.requests[{i}]"
+            if req.exactly is not None:
+                groups.append((f"{path}.exactly.selectors", req.exactly.selectors))
+            for j, sub in enumerate(req.first_available):
+                groups.append((f"{path}.firstAvailable[{j}].selectors", sub.selectors))
+    for path, selectors in groups:
+        for k, sel in enumerate(selectors):
+            if sel.cel is None:
+                continue
+            try:
+                compile_selector(sel.cel.expression)
+            except CelError as err:
+                raise BadInput(
+                    str(err),
+                    source=source,
+                    kind=getattr(obj, "kind", ""),
+                    name=key_of(obj)[1],
+                    path=f"{path}[{k}].cel.expression",
+                ) from None
 
 
 class ClusterState:
@@ -110,6 +143,7 @@ class ClusterState:
                     name="/".join(p for p in key if p),
                 )
             state.origin[okey] = source
+            _check_selectors(obj, source)
             if isinstance(obj, Node):
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):

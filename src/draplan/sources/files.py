@@ -93,22 +93,26 @@ def _parse(text: str, source: str) -> list[Any]:
 
 
 def _flatten(data: Any, source: str) -> Iterator[Document]:
-    if data is None:
-        return
-    if isinstance(data, dict) and str(data.get("kind", "")).endswith("List") and "items" in data:
-        items = data.get("items") or []
-        if not isinstance(items, list):
-            raise BadInput(
-                "items must be a list", source=source, kind=str(data["kind"]), path="items"
-            )
-        for item in items:
-            yield from _flatten(item, source)
-        return
-    if isinstance(data, list):
-        for item in data:
-            yield from _flatten(item, source)
-        return
-    yield Document(source, data)
+    # Iterative, so a deeply nested list cannot exhaust the Python stack.
+    stack = [data]
+    while stack:
+        data = stack.pop()
+        if data is None:
+            continue
+        if _is_list(data) and "items" in data:
+            items = data.get("items") or []
+            if not isinstance(items, list):
+                raise BadInput(
+                    f"must be a list, got {type(items).__name__}",
+                    source=source,
+                    kind=str(data["kind"]),
+                    path="items",
+                )
+            stack.extend(reversed(items))
+        elif isinstance(data, list):
+            stack.extend(reversed(data))
+        else:
+            yield Document(source, data)
 
 
 def read_documents(paths: Sequence[str]) -> Iterator[Document]:
@@ -125,15 +129,17 @@ def read_documents(paths: Sequence[str]) -> Iterator[Document]:
             raise BadInput("not UTF-8 text", source=source) from None
         except OSError as err:
             raise BadInput(err.strerror or "cannot read", source=source) from None
-        docs = list(_flatten_all(_parse(text, source), source))
-        if not docs:
+        # A byte order mark (editors on Windows) would hide JSON from the fast path.
+        datas = _parse(text.removeprefix("\ufeff"), source)
+        docs = [doc for data in datas for doc in _flatten(data, source)]
+        # An empty `kind: List` is what kubectl prints when there is nothing of a kind.
+        if not docs and not any(_is_list(data) for data in datas):
             raise BadInput("no Kubernetes objects found", source=source)
         yield from docs
 
 
-def _flatten_all(datas: list[Any], source: str) -> Iterator[Document]:
-    for data in datas:
-        yield from _flatten(data, source)
+def _is_list(data: Any) -> bool:
+    return isinstance(data, dict) and str(data.get("kind", "")).endswith("List")
 
 
 def load_objects(paths: Sequence[str]) -> list[tuple[KubeStruct, str]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import statistics
 import sys
 import time
@@ -17,28 +19,13 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.cli.output import FORMATS, emit_json, emit_table, emit_yaml
+from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
 from draplan.sources import load_objects
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
-
-filename_option = click.option(
-    "-f",
-    "--filename",
-    "filenames",
-    multiple=True,
-    required=True,
-    help="File, directory or - for stdin (repeatable).",
-)
-output_option = click.option(
-    "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True
-)
-
-
-def load_state(filenames: tuple[str, ...]) -> ClusterState:
-    return ClusterState.from_objects(load_objects(list(filenames)))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +35,7 @@ def cli() -> None:
 
 
 @cli.command()
-@filename_option
+@filename_option()
 @output_option
 def validate(filenames: tuple[str, ...], output: str) -> None:
     """Load and validate objects; summarise what was read."""
@@ -101,7 +88,7 @@ def _pick_claims(state: ClusterState, refs: tuple[str, ...]) -> list[ResourceCla
 
 
 @cli.command("allocate")
-@filename_option
+@filename_option()
 @click.option("--node", help="The node the pod would run on.")
 @click.option("--claim", "claim_refs", multiple=True, help="NAMESPACE/NAME, in order.")
 @click.option(
@@ -196,6 +183,20 @@ def demo() -> None:
     from draplan.cli.demo import run_demo
 
     run_demo()
+
+
+def _register_command_modules() -> None:
+    """Each `draplan.cli.cmd_*` module contributes its click commands in `COMMANDS`."""
+    import draplan.cli as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"draplan.cli.{info.name}")
+            for command in module.COMMANDS:
+                cli.add_command(command)
+
+
+_register_command_modules()
 
 
 def main(argv: list[str] | None = None) -> None:

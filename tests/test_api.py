@@ -342,6 +342,15 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ],
         },
     },
+    ("draplan.io/v1alpha1", "SchedulerProfile"): {
+        "metadata": {**META, "name": "gpu-packing"},
+        "spec": {
+            "scorePlugins": [{"name": "MostAllocated", "weight": 2}, {"name": "TopologyLocality"}],
+            "disabledPlugins": ["NodeUnschedulable"],
+            "deviceOrder": "first-fit",
+            "filterTimeoutSeconds": 2.5,
+        },
+    },
 }
 # minNodes 0 is the zero value and is omitted when encoding.
 OBJECTS[("draplan.io/v1alpha1", "NodePool")]["spec"].pop("minNodes")

@@ -23,6 +23,11 @@ from draplan.cluster.devices import DeviceView, from_nanos
 _SHARE_NAMESPACE = uuid.UUID("6f1d3f0e-4a57-4c1b-9a55-0d7a1c2b3e4f")
 
 
+def _share_id(claim: ResourceClaim, request: str, device: tuple[str, str, str], n: int) -> str:
+    seed = f"{claim_label(claim)}/{claim.metadata.uid}/{request}/{device}/{n}"
+    return str(uuid.uuid5(_SHARE_NAMESPACE, seed))
+
+
 @dataclass(frozen=True)
 class Pick:
     """One device chosen for one (sub)request; `consumed` is set for shared devices."""
@@ -37,8 +42,7 @@ def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllo
     share_id = None
     consumed = {}
     if pick.consumed is not None:
-        seed = f"{claim_label(claim)}/{claim.metadata.uid}/{pick.spec.name}/{view.id}/{ordinal}"
-        share_id = str(uuid.uuid5(_SHARE_NAMESPACE, seed))
+        share_id = _share_id(claim, pick.spec.name, view.id, ordinal)
         consumed = {k: from_nanos(v) for k, v in pick.consumed.items()}
     return DeviceRequestAllocationResult(
         request=pick.spec.name,
@@ -118,4 +122,22 @@ def allocated_claim(claim: ResourceClaim, picks: list[Pick], node: Node) -> Reso
         node_selector=node_selector(picks, node),
     )
     status = msgspec.structs.replace(claim.status, allocation=allocation)
+    return msgspec.structs.replace(claim, status=status)
+
+
+def retarget(allocated: ResourceClaim, claim: ResourceClaim, node: Node) -> ResourceClaim:
+    """`allocated`'s device choice applied to `claim`, an identical claim of another pod (the
+    scheduler reuses a node's answer for pods it cannot tell apart); shareIDs are re-derived."""
+    alloc = allocated.status.allocation
+    assert alloc is not None
+    results = []
+    for i, res in enumerate(alloc.devices.results):
+        if res.share_id is not None:
+            share_id = _share_id(claim, res.request, (res.driver, res.pool, res.device), i)
+            res = msgspec.structs.replace(res, share_id=share_id)
+        results.append(res)
+    devices = msgspec.structs.replace(alloc.devices, results=tuple(results))
+    status = msgspec.structs.replace(
+        claim.status, allocation=msgspec.structs.replace(alloc, devices=devices)
+    )
     return msgspec.structs.replace(claim, status=status)

@@ -46,3 +46,24 @@ class NodePool(KubeStruct, frozen=True):
     kind: str = "NodePool"
     metadata: ObjectMeta = ObjectMeta()
     spec: NodePoolSpec = NodePoolSpec()
+
+
+class PluginWeight(KubeStruct, frozen=True):
+    name: str
+    weight: int = 1
+
+
+class SchedulerProfileSpec(KubeStruct, frozen=True):
+    """Which score plugins run with which weights; which filter plugins are disabled."""
+
+    score_plugins: tuple[PluginWeight, ...] | None = None
+    disabled_plugins: tuple[str, ...] = ()
+    device_order: str = "tight"
+    filter_timeout_seconds: float = 10.0
+
+
+class SchedulerProfile(KubeStruct, frozen=True):
+    api_version: str = "draplan.io/v1alpha1"
+    kind: str = "SchedulerProfile"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: SchedulerProfileSpec = SchedulerProfileSpec()

@@ -84,6 +84,10 @@ class LayeredDict(Generic[K, V]):
     def __len__(self) -> int:
         return sum(1 for _ in self.items())
 
+    def top_keys(self) -> list[K]:
+        """Keys written (or deleted) in the top layer since the last fork."""
+        return list(self._layers[-1]) if len(self._layers) > 1 else []
+
     @property
     def depth(self) -> int:
         return len(self._layers)

@@ -6,9 +6,12 @@ is linear in what the fork wrote (the contract of Cluster Autoscaler's delta sna
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+import msgspec
 
 from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
 from draplan.api.draplan_v1alpha1 import NodePool
@@ -34,6 +37,7 @@ from draplan.cluster.devices import (
 )
 from draplan.cluster.layered import LayeredDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
+from draplan.cluster.podresources import Resources, is_terminal, pod_requests
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 
@@ -107,6 +111,14 @@ class ClusterState:
         self.exclusive: LayeredDict[DeviceID, int] = LayeredDict()
         self.shared: LayeredDict[DeviceID, SharedUse] = LayeredDict()
         self.counters: LayeredDict[tuple[PoolID, CounterKey], int] = LayeredDict()
+        # Pods' requests summed per node (NodeInfo.Requested upstream).
+        self.node_requested: LayeredDict[str, Resources] = LayeredDict()
+        # A version per node, unique over the whole run (so a revert restores an old version
+        # that still names the old state), and a log of nodes whose version changed: schedulers
+        # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
+        self.node_version: LayeredDict[str, int] = LayeredDict()
+        self.change_log: list[str] = []
+        self._clock = itertools.count(1)
         self._pool_cache: list[dict[str, tuple[Pool, ...]]] = [{}]
         self._tables = (
             self.nodes,
@@ -148,6 +160,8 @@ class ClusterState:
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
+                if obj.spec.node_name and not is_terminal(obj):
+                    state._add_usage(obj.spec.node_name, pod_requests(obj), +1)
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -180,6 +194,7 @@ class ClusterState:
         self._pool_cache.append({})
 
     def revert(self) -> None:
+        self.change_log.extend(self.node_version.top_keys())
         for table in self._tables:
             table.revert()
         self._pool_cache.pop()
@@ -229,6 +244,7 @@ class ClusterState:
             if current is None or self._generation(current) <= spec.pool.generation:
                 self._devices[view.id] = view
         self._pool_cache[-1] = {}
+        self.touch(spec.node_name or "*")
 
     def remove_slice(self, name: str) -> None:
         rs = self.slices.get(name)
@@ -249,6 +265,7 @@ class ClusterState:
         rest = tuple(n for n in self._slices_by_pool.get(pool_id) or () if n != name)
         self._slices_by_pool[pool_id] = rest
         self._pool_cache[-1] = {}
+        self.touch(spec.node_name or "*")
 
     def _generation(self, view: DeviceView) -> int:
         rs = self.slices.get(view.slice_name)
@@ -351,6 +368,53 @@ class ClusterState:
 
     # --- claims and ledgers --------------------------------------------------------------
 
+    # --- nodes and pods ------------------------------------------------------------------
+
+    def touch(self, node_name: str) -> None:
+        """Record that what `node_name` offers changed ("*": every node)."""
+        self.node_version[node_name] = next(self._clock)
+        self.change_log.append(node_name)
+
+    def version(self, node_name: str) -> tuple[int, int]:
+        return (self.node_version.get("*") or 0, self.node_version.get(node_name) or 0)
+
+    def add_node(self, node: Node) -> None:
+        self.nodes[node.metadata.name] = node
+        self.touch("*")
+
+    def remove_node(self, name: str) -> None:
+        self.nodes.pop(name)
+        self.touch("*")
+
+    def _add_usage(self, node_name: str, requests: Resources, sign: int) -> None:
+        used = dict(self.node_requested.get(node_name) or {})
+        for name, amount in requests.items():
+            used[name] = used.get(name, 0) + sign * amount
+        self.node_requested[node_name] = used
+        self.touch(node_name)
+
+    def requested(self, node_name: str) -> Resources:
+        return self.node_requested.get(node_name) or {}
+
+    def bind_pod(self, pod: Pod, node_name: str) -> Pod:
+        """Place `pod` on `node_name`: its requests count against the node from now on."""
+        bound = msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
+        )
+        self.pods[key_of(pod)] = bound
+        self._add_usage(node_name, pod_requests(pod), +1)
+        return bound
+
+    def unbind_pod(self, pod: Pod) -> None:
+        """Take a bound pod off its node (it stays in the state, pending)."""
+        node_name = pod.spec.node_name
+        if node_name:
+            self._add_usage(node_name, pod_requests(pod), -1)
+            spec = msgspec.structs.replace(pod.spec, node_name="")
+            self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
+
+    # --- claims and ledgers --------------------------------------------------------------
+
     def put_claim(self, claim: ResourceClaim) -> None:
         """Add or replace a claim; its allocation (if any) moves into the ledgers."""
         key = key_of(claim)
@@ -375,6 +439,7 @@ class ClusterState:
                 continue  # admin access never makes a device "in use" (§3.0)
             dev_id = (res.driver, res.pool, res.device)
             view = self._devices.get(dev_id)
+            self.touch(view.node_name if view is not None and view.node_name else "*")
             if res.share_id is not None:
                 use = self.shared.get(dev_id) or SharedUse(0, {})
                 consumed = dict(use.consumed)

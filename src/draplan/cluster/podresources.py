@@ -1,0 +1,33 @@
+"""What a pod asks of a node, the way kube-scheduler's NodeResourcesFit computes it."""
+
+from __future__ import annotations
+
+from draplan.api.core_v1 import Node, Pod
+
+PODS = "pods"
+Resources = dict[str, int]  # resource name -> milli units ("pods" counts 1000 per pod)
+
+
+def pod_requests(pod: Pod) -> Resources:
+    """max(sum of containers, largest init container) per resource, plus overhead; one pod."""
+    total: Resources = {}
+    for container in pod.spec.containers:
+        for name, q in container.resources.requests.items():
+            total[name] = total.get(name, 0) + q.milli_value()
+    for container in pod.spec.init_containers:
+        for name, q in container.resources.requests.items():
+            total[name] = max(total.get(name, 0), q.milli_value())
+    for name, q in pod.spec.overhead.items():
+        total[name] = total.get(name, 0) + q.milli_value()
+    total[PODS] = 1000
+    return total
+
+
+def node_allocatable(node: Node) -> Resources:
+    """status.allocatable, falling back to capacity (as the kubelet reports either)."""
+    source = node.status.allocatable or node.status.capacity
+    return {name: q.milli_value() for name, q in source.items()}
+
+
+def is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")

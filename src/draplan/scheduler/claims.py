@@ -1,0 +1,85 @@
+"""Resolve a pod's spec.resourceClaims to ResourceClaim objects, naming generated claims as
+the resourceclaim controller does."""
+
+from __future__ import annotations
+
+import hashlib
+
+from draplan.api.core_v1 import Pod
+from draplan.api.meta import ObjectMeta, OwnerReference
+from draplan.api.resource_v1 import ResourceClaim
+from draplan.cluster.state import ClusterState
+
+# The API server's generateName alphabet (no vowels, no confusable digits).
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_BASE = 57  # 63 minus a hyphen and five generated characters
+
+
+class ClaimNotFound(Exception):
+    """A named claim, or the template of a generated claim, does not exist."""
+
+
+def generated_claim_name(pod: Pod, pod_claim: str) -> str:
+    """`<pod>-<podClaim>-xxxxx`; when too long both parts are cut in proportion (upstream does
+    the same so the claim name keeps part of each). The suffix is derived from the pod, so the
+    same input always gives the same name."""
+    base = f"{pod.metadata.name}-{pod_claim}-"
+    if len(base) > _MAX_BASE:
+        pod_name = pod.metadata.name
+        base = (
+            pod_name[: len(pod_name) * _MAX_BASE // len(base)]
+            + "-"
+            + pod_claim[: len(pod_claim) * _MAX_BASE // len(base)]
+        )
+    digest = hashlib.sha256(
+        f"{pod.metadata.namespace}/{pod.metadata.name}/{pod.metadata.uid}/{pod_claim}".encode()
+    ).digest()
+    return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+
+
+def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
+    """The pod's claims in spec.resourceClaims order; a template claim not yet created is built
+    from its template (as the controller would create it)."""
+    ns = pod.metadata.namespace
+    statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    out = []
+    for ref in pod.spec.resource_claims:
+        if ref.resource_claim_name is not None:
+            claim = state.claims.get((ns, ref.resource_claim_name))
+            if claim is None:
+                raise ClaimNotFound(f'resourceclaim "{ns}/{ref.resource_claim_name}" not found')
+            out.append(claim)
+            continue
+        if ref.name in statuses and statuses[ref.name] is None:
+            continue  # the controller decided no claim is needed
+        existing = statuses.get(ref.name)
+        if existing:
+            claim = state.claims.get((ns, existing))
+            if claim is not None:
+                out.append(claim)
+                continue
+        template = state.claim_templates.get((ns, ref.resource_claim_template_name or ""))
+        if template is None:
+            raise ClaimNotFound(
+                f'resourceclaimtemplate "{ns}/{ref.resource_claim_template_name}" not found'
+            )
+        owner = OwnerReference(
+            api_version="v1",
+            kind="Pod",
+            name=pod.metadata.name,
+            uid=pod.metadata.uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+        meta = ObjectMeta(
+            name=existing or generated_claim_name(pod, ref.name),
+            namespace=ns,
+            labels=template.spec.metadata.labels,
+            annotations={
+                **template.spec.metadata.annotations,
+                "resource.kubernetes.io/pod-claim-name": ref.name,
+            },
+            owner_references=(owner,),
+        )
+        out.append(ResourceClaim(metadata=meta, spec=template.spec.spec))
+    return out

@@ -1,0 +1,284 @@
+"""The scheduler: a queue, then per pod PreFilter → Filter → Score → Reserve → Permit → Bind,
+and gangs placed all or nothing in one cycle, inside their topology domain when they have one.
+
+It never assumes nodes are real: the autoscaler runs it on a forked state with template nodes.
+Preemption is out of scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from draplan.api.core_v1 import Pod
+from draplan.api.resource_v1 import ResourceClaim
+from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler.evaluations import Evaluator
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
+from draplan.scheduler.gangs import Gang, find_gangs
+from draplan.scheduler.plugins.dynamicresources import DraState
+from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
+from draplan.scheduler.profile import Profile, build_profile
+from draplan.scheduler.queue import priority_table, sort_key
+from draplan.scheduler.reasons import FitReason, fit_error, pod_level
+
+GANG_INCOMPLETE = "GangIncomplete"
+GANG_UNPLACEABLE = "GangUnplaceable"
+TOPOLOGY_UNSATISFIABLE = "TopologyUnsatisfiable"
+
+
+@dataclass
+class PodResult:
+    """Where a pod went (node and allocated claims), or why it did not."""
+
+    key: ObjectKey
+    pod: Pod
+    node: str | None = None
+    claims: list[ResourceClaim] = field(default_factory=list)
+    reason: FitReason | None = None
+    gang: str = ""
+
+
+def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> bytes:
+    spec = pod.spec
+    claim_shapes: list[object] = []
+    for claim in claims:
+        if claim.status.allocation is not None:
+            claim_shapes.append(("allocated", key_of(claim), claim.status.allocation.node_selector))
+        else:
+            claim_shapes.append(("pending", claim.spec))
+    return msgspec.msgpack.encode(
+        (
+            sorted(requests.items()),
+            spec.node_name,
+            spec.node_selector,
+            spec.affinity,
+            spec.tolerations,
+            claim_shapes,
+        ),
+        enc_hook=str,
+    )
+
+
+class Scheduler:
+    """Places pending pods on a ClusterState (mutating it: pods bound, claims allocated)."""
+
+    def __init__(self, profile: Profile | None = None) -> None:
+        self.profile = profile or build_profile()
+        self.evaluator = Evaluator(self.profile)
+
+    # --- one pod -------------------------------------------------------------------------
+
+    def _pre_filter(self, state: ClusterState, pod: Pod) -> tuple[PodInfo, CycleState, Status]:
+        cycle = CycleState()
+        requests = pod_requests(pod)
+        status = self.profile.dra.pre_filter(state, cycle, PodInfo(pod, key_of(pod), requests, b""))
+        dra = cycle.data.get(DYNAMIC_RESOURCES)
+        claims = dra.claims if isinstance(dra, DraState) else []
+        info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
+        return info, cycle, status.with_plugin(DYNAMIC_RESOURCES)
+
+    def schedule_pod(
+        self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
+    ) -> PodResult:
+        """One scheduling cycle for one pod; binds it on success."""
+        info, cycle, status = self._pre_filter(state, pod)
+        total = len(candidates) if candidates is not None else len(state.nodes)
+        if not status.ok:
+            code = "Error" if status.code == Code.ERROR else "PreFilter"
+            return PodResult(info.key, pod, reason=pod_level(status.reasons[0], code, total))
+        if candidates is None:
+            ev = self.evaluator.refresh(state, cycle, info)
+            chosen = self.evaluator.best(state, ev)
+        else:
+            chosen = self.evaluator.best_among(state, cycle, info, candidates)
+            ev = self.evaluator.shapes[info.shape]
+        if chosen is None:
+            return PodResult(
+                info.key, pod, reason=fit_error(total, Evaluator.failures(ev, candidates))
+            )
+        return self._bind(state, cycle, info, chosen, ev.evals[chosen].details)
+
+    def _bind(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        info: PodInfo,
+        node_name: str,
+        details: dict[str, object],
+    ) -> PodResult:
+        node = state.nodes[node_name]
+        for plugin_name, detail in details.items():
+            cycle.data[(plugin_name, node_name)] = detail
+        status = self.profile.dra.reserve(state, cycle, info, node)
+        if not status.ok:
+            self.profile.dra.unreserve(state, cycle, info, node)
+            return PodResult(
+                info.key, info.pod, reason=pod_level(status.reasons[0], "Error", len(state.nodes))
+            )
+        bound = state.bind_pod(info.pod, node_name)
+        dra = cycle.data.get(DYNAMIC_RESOURCES)
+        claims = [state.claims[key_of(c)] for c in dra.claims] if isinstance(dra, DraState) else []
+        return PodResult(info.key, bound, node_name, claims)
+
+    # --- gangs ---------------------------------------------------------------------------
+
+    def _place_all(
+        self, state: ClusterState, pods: list[Pod], candidates: list[str] | None
+    ) -> list[PodResult]:
+        return [self.schedule_pod(state, pod, candidates) for pod in pods]
+
+    def _free_devices(self, state: ClusterState, nodes: list[str]) -> tuple[int, int]:
+        devices = 0
+        cpu = 0
+        for name in nodes:
+            node = state.nodes[name]
+            for pool in state.pools_for_node(node):
+                for view in pool.devices:
+                    if not state.in_use(view.id) and state.shared_use(view.id) is None:
+                        devices += 1
+            alloc = node.status.allocatable or node.status.capacity
+            if "cpu" in alloc:
+                cpu += alloc["cpu"].milli_value() - state.requested(name).get("cpu", 0)
+        return devices, cpu
+
+    def schedule_gang(
+        self, state: ClusterState, gang: Gang, pending: list[Pod], bound: int
+    ) -> list[PodResult]:
+        """All or nothing: commit only if at least minCount members end up placed."""
+        total = len(state.nodes)
+        if gang.missing or bound + len(pending) < gang.min_count:
+            why = gang.missing or (
+                f"{gang.label} has {bound + len(pending)} of "
+                f"{gang.min_count} pods required to schedule together"
+            )
+            return [
+                PodResult(
+                    key_of(p), p, reason=pod_level(why, GANG_INCOMPLETE, total), gang=gang.label
+                )
+                for p in pending
+            ]
+        if gang.topology is not None:
+            return self._gang_in_domain(state, gang, pending, bound)
+        with state.forked() as _:
+            results = self._place_all(state, pending, None)
+            placed = sum(1 for r in results if r.node)
+            ok = bound + placed >= gang.min_count
+            if ok:
+                state.commit()
+                state.fork()  # balance the context manager's revert
+        return self._gang_outcome(gang, results, ok, total)
+
+    def _gang_outcome(
+        self, gang: Gang, results: list[PodResult], ok: bool, total: int, why: str = ""
+    ) -> list[PodResult]:
+        for r in results:
+            r.gang = gang.label
+        if ok:
+            return results
+        placed = sum(1 for r in results if r.node)
+        message = why or (
+            f"{gang.label}: only {placed} of {len(results)} pending pods fit "
+            f"together, {gang.min_count} required"
+        )
+        out = []
+        for r in results:
+            reason = (
+                r.reason
+                if r.reason is not None and not why
+                else pod_level(
+                    message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
+                )
+            )
+            if r.node:
+                reason = pod_level(
+                    message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
+                )
+            out.append(PodResult(r.key, _unbound(r.pod), reason=reason, gang=gang.label))
+        return out
+
+    def _gang_in_domain(
+        self, state: ClusterState, gang: Gang, pending: list[Pod], bound: int
+    ) -> list[PodResult]:
+        assert gang.topology is not None
+        key = gang.topology.key
+        domains: dict[str, list[str]] = {}
+        for name, node in sorted(state.nodes.items()):
+            value = node.metadata.labels.get(key)
+            if value is not None:
+                domains.setdefault(value, []).append(name)
+        used = {
+            state.pods[m].spec.node_name
+            for m in gang.members
+            if m in state.pods and state.pods[m].spec.node_name
+        }
+        if used:  # members already running pin the domain
+            domains = {d: ns for d, ns in domains.items() if used & set(ns)}
+        total = len(state.nodes)
+        fits: list[tuple[tuple[int, int], str]] = []
+        for value, nodes in domains.items():
+            with state.forked():
+                results = self._place_all(state, pending, nodes)
+                if bound + sum(1 for r in results if r.node) >= gang.min_count:
+                    fits.append((self._free_devices(state, nodes), value))
+        if fits:
+            fits.sort()  # best fit: the domain left with the least free capacity
+            chosen = domains[fits[0][1]]
+            results = self._place_all(state, pending, chosen)
+            return self._gang_outcome(gang, results, True, total)
+        if gang.topology.required:
+            why = (
+                f"{gang.label}: no single {key} domain of {len(domains)} fits "
+                f"{gang.min_count} pods together"
+            )
+            empty = [PodResult(key_of(p), p) for p in pending]
+            return self._gang_outcome(gang, empty, False, total, why)
+        # Preferred: spread over as few domains as possible, largest free capacity first.
+        ranked = sorted(
+            domains, key=lambda d: (tuple(-x for x in self._free_devices(state, domains[d])), d)
+        )
+        with state.forked():
+            results = []
+            for pod in pending:
+                result = PodResult(key_of(pod), pod)
+                for value in ranked:
+                    result = self.schedule_pod(state, pod, domains[value])
+                    if result.node:
+                        break
+                results.append(result)
+            ok = bound + sum(1 for r in results if r.node) >= gang.min_count
+            if ok:
+                state.commit()
+                state.fork()
+        return self._gang_outcome(gang, results, ok, total)
+
+    # --- the queue -----------------------------------------------------------------------
+
+    def run(self, state: ClusterState) -> list[PodResult]:
+        """Schedule every pending pod in queue order; gangs as units."""
+        classes, default = priority_table(state)
+        gangs = find_gangs(state)
+        pending = [p for p in state.pods.values() if not p.spec.node_name and not is_terminal(p)]
+        pending.sort(key=lambda p: sort_key(p, classes, default))
+        results: list[PodResult] = []
+        done: set[tuple[str, ...]] = set()
+        for pod in pending:
+            gang = gangs.get(key_of(pod))
+            if gang is None:
+                results.append(self.schedule_pod(state, pod))
+                continue
+            if gang.key in done:
+                continue
+            done.add(gang.key)
+            members = [state.pods[k] for k in gang.members if k in state.pods]
+            waiting = [p for p in members if not p.spec.node_name and not is_terminal(p)]
+            waiting.sort(key=lambda p: sort_key(p, classes, default))
+            bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
+            results.extend(self.schedule_gang(state, gang, waiting, bound))
+        return results
+
+
+def _unbound(pod: Pod) -> Pod:
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))

@@ -1,0 +1,150 @@
+"""Gangs (all-or-nothing pod groups) and their topology constraints, from every API that
+expresses them: Workload v1alpha1 / v1alpha2 + PodGroup, scheduler-plugins' PodGroup, and
+Kueue's pod-group labels and topology annotations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draplan.api.core_v1 import Pod
+from draplan.api.scheduling import (
+    CoschedulingPodGroup,
+    PodGroupPolicy,
+    PodGroupV1Alpha2,
+    WorkloadV1Alpha1,
+    WorkloadV1Alpha2,
+)
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+
+
+@dataclass(frozen=True)
+class TopologyRule:
+    key: str  # node label whose value names the domain
+    required: bool
+
+
+@dataclass(frozen=True)
+class Gang:
+    """Pods placed in one cycle, all or nothing (at least min_count of them)."""
+
+    key: tuple[str, ...]
+    label: str
+    min_count: int
+    members: tuple[ObjectKey, ...]
+    topology: TopologyRule | None = None
+    missing: str = ""  # the group object is absent: its pods wait (PreEnqueue upstream)
+
+
+def _gang_min(policy: PodGroupPolicy) -> int:
+    return policy.gang.min_count if policy.gang is not None else 0
+
+
+def _kueue_topology(pod: Pod) -> TopologyRule | None:
+    ann = pod.metadata.annotations
+    if ann.get(KUEUE_REQUIRED):
+        return TopologyRule(ann[KUEUE_REQUIRED], True)
+    if ann.get(KUEUE_PREFERRED):
+        return TopologyRule(ann[KUEUE_PREFERRED], False)
+    return None
+
+
+def _group_of(
+    state: ClusterState, pod: Pod, index: dict[tuple[str, ...], object]
+) -> tuple[tuple[str, ...], str, int, TopologyRule | None, str] | None:
+    ns = pod.metadata.namespace
+    key: tuple[str, ...]
+    ref = pod.spec.workload_ref
+    if ref is not None:
+        key = ("Workload/v1alpha1", ns, ref.name, ref.pod_group, ref.pod_group_replica_key)
+        label = f"Workload {ns}/{ref.name} podGroup {ref.pod_group}"
+        wl = index.get(("Workload/v1alpha1", ns, ref.name))
+        if not isinstance(wl, WorkloadV1Alpha1):
+            return key, label, 0, None, f"workload {ns}/{ref.name} not found"
+        group = next((g for g in wl.spec.pod_groups if g.name == ref.pod_group), None)
+        if group is None:
+            return key, label, 0, None, f"podGroup {ref.pod_group} not in workload {ref.name}"
+        return key, label, _gang_min(group.policy), _kueue_topology(pod), ""
+    sg = pod.spec.scheduling_group
+    if sg is not None:
+        key = ("PodGroup/v1alpha2", ns, sg.pod_group_name)
+        label = f"PodGroup {ns}/{sg.pod_group_name}"
+        pg = index.get(key)
+        if not isinstance(pg, PodGroupV1Alpha2):
+            return key, label, 0, None, f"podgroup {ns}/{sg.pod_group_name} not found"
+        policy, constraints = pg.spec.scheduling_policy, pg.spec.scheduling_constraints
+        tref = pg.spec.pod_group_template_ref
+        if tref is not None and tref.workload is not None:
+            wl = index.get(("Workload/v1alpha2", ns, tref.workload.workload_name))
+            if isinstance(wl, WorkloadV1Alpha2):
+                tmpl = next(
+                    (
+                        t
+                        for t in wl.spec.pod_group_templates
+                        if t.name == tref.workload.pod_group_template_name
+                    ),
+                    None,
+                )
+                if tmpl is not None:
+                    if policy.gang is None and policy.basic is None:
+                        policy = tmpl.scheduling_policy
+                    constraints = constraints or tmpl.scheduling_constraints
+        topo = None
+        if constraints is not None and constraints.topology:
+            topo = TopologyRule(constraints.topology[0].key, True)
+        return key, label, _gang_min(policy), topo or _kueue_topology(pod), ""
+    name = pod.metadata.labels.get(COSCHEDULING_LABEL)
+    if name:
+        key = ("PodGroup/scheduling.x-k8s.io", ns, name)
+        label = f"PodGroup {ns}/{name}"
+        cpg = index.get(key)
+        if not isinstance(cpg, CoschedulingPodGroup):
+            return key, label, 0, None, f"podgroup {ns}/{name} not found"
+        return key, label, cpg.spec.min_member, _kueue_topology(pod), ""
+    name = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
+    if name:
+        try:
+            count = int(pod.metadata.annotations.get(KUEUE_GROUP_COUNT, "0"))
+        except ValueError:
+            count = 0
+        return ("kueue", ns, name), f"pod group {ns}/{name}", count, _kueue_topology(pod), ""
+    return None
+
+
+def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
+    """Every pod that belongs to a gang (or a topology-constrained pod set), by pod key."""
+    index: dict[tuple[str, ...], object] = {}
+    for obj in state.others:
+        ns, name = key_of(obj)
+        if isinstance(obj, WorkloadV1Alpha1):
+            index[("Workload/v1alpha1", ns, name)] = obj
+        elif isinstance(obj, WorkloadV1Alpha2):
+            index[("Workload/v1alpha2", ns, name)] = obj
+        elif isinstance(obj, PodGroupV1Alpha2):
+            index[("PodGroup/v1alpha2", ns, name)] = obj
+        elif isinstance(obj, CoschedulingPodGroup):
+            index[("PodGroup/scheduling.x-k8s.io", ns, name)] = obj
+    groups: dict[tuple[str, ...], list[tuple[ObjectKey, Pod]]] = {}
+    info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str]] = {}
+    for pkey, pod in sorted(state.pods.items()):
+        found = _group_of(state, pod, index)
+        if found is None:
+            continue
+        gkey, label, min_count, topo, missing = found
+        groups.setdefault(gkey, []).append((pkey, pod))
+        if gkey not in info or (info[gkey][2] is None and topo is not None):
+            info[gkey] = (label, min_count, topo, missing)
+    out: dict[ObjectKey, Gang] = {}
+    for gkey, members in groups.items():
+        label, min_count, topo, missing = info[gkey]
+        if min_count <= 0 and topo is None and not missing:
+            continue  # a basic policy: pods schedule one by one
+        gang = Gang(gkey, label, max(min_count, 1), tuple(k for k, _ in members), topo, missing)
+        for pkey, _ in members:
+            out[pkey] = gang
+    return out

@@ -1,0 +1,1 @@
+"""In-tree plugins, each named after its kube-scheduler namesake."""

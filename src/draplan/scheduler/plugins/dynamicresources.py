@@ -1,0 +1,140 @@
+"""DynamicResources: resolve the pod's claims, allocate them on each node with the shared
+allocator, write the allocation to the ledgers in Reserve, roll back in Unreserve."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from draplan.allocator import AllocationError, Options, Outcome, allocate
+from draplan.allocator.result import retarget
+from draplan.api.core_v1 import Node
+from draplan.api.resource_v1 import ResourceClaim, ResourceClaimConsumerReference
+from draplan.cluster.nodeselector import selector_matches
+from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.framework import (
+    SKIP,
+    SUCCESS,
+    CycleState,
+    PodInfo,
+    Status,
+    error,
+    unschedulable,
+)
+from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
+
+MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
+CANNOT_ALLOCATE = "cannot allocate all claims"
+
+
+@dataclass
+class DraState:
+    """PreFilter's findings for one pod, plus what Reserve changed (for Unreserve)."""
+
+    claims: list[ResourceClaim]
+    pending: list[ResourceClaim]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    reserved: list[ResourceClaim | None] = field(default_factory=list)
+    written: list[ResourceClaim] = field(default_factory=list)
+
+
+class DynamicResources:
+    name = DYNAMIC_RESOURCES
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+
+    def _state(self, cycle: CycleState) -> DraState:
+        value = cycle.data.get(self.name)
+        if not isinstance(value, DraState):
+            raise RuntimeError("DynamicResources: PreFilter did not run")
+        return value
+
+    def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
+        if not pod.pod.spec.resource_claims:
+            return SKIP
+        try:
+            claims = pod_claims(state, pod.pod)
+        except ClaimNotFound as err:
+            return unschedulable(str(err), resolvable=False)
+        pending = []
+        for claim in claims:
+            for req in claim.spec.devices.requests:
+                names = (
+                    [req.exactly.device_class_name]
+                    if req.exactly
+                    else [s.device_class_name for s in req.first_available]
+                )
+                for cname in names:
+                    if cname not in state.device_classes:
+                        return unschedulable(
+                            f"request {req.name}: device class {cname} does not exist",
+                            resolvable=False,
+                        )
+            if claim.status.allocation is None:
+                pending.append(claim)
+                continue
+            reserved = claim.status.reserved_for
+            if len(reserved) >= MAX_RESERVED_FOR and not any(
+                r.uid == pod.pod.metadata.uid and r.name == pod.key[1] for r in reserved
+            ):
+                return unschedulable("resourceclaim in use", resolvable=False)
+        cycle.data[self.name] = DraState(claims, pending)
+        return SUCCESS
+
+    def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
+        dra = self._state(cycle)
+        for claim in dra.claims:
+            sel = claim.status.allocation.node_selector if claim.status.allocation else None
+            if sel is not None and not selector_matches(sel, node):
+                return unschedulable("resourceclaim not available on the node", resolvable=False)
+        if not dra.pending:
+            return SUCCESS
+        try:
+            outcome = allocate(state, node, dra.pending, self.options)
+        except AllocationError as err:
+            return error(str(err))
+        if not outcome.ok:
+            reason = outcome.reason
+            if reason is not None and reason.code == "Timeout":
+                return unschedulable("timed out trying to allocate devices", detail=reason)
+            return unschedulable(CANNOT_ALLOCATE, detail=reason)
+        return Status(detail=outcome)
+
+    def reserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
+        dra = self._state(cycle)
+        outcome = cycle.data.get((self.name, node.metadata.name))
+        consumer = ResourceClaimConsumerReference(
+            resource="pods", name=pod.key[1], uid=pod.pod.metadata.uid
+        )
+        allocated: dict[tuple[str, str], ResourceClaim] = {}
+        if dra.pending:
+            if not isinstance(outcome, Outcome) or not outcome.ok:
+                return error("DynamicResources: no allocation for the chosen node")
+            for mine, theirs in zip(dra.pending, outcome.claims, strict=True):
+                allocated[key_of(mine)] = retarget(theirs, mine, node)
+        for claim in dra.claims:
+            new = allocated.get(key_of(claim), claim)
+            if not any(
+                r.name == consumer.name and r.uid == consumer.uid for r in new.status.reserved_for
+            ):
+                status = msgspec.structs.replace(
+                    new.status, reserved_for=(*new.status.reserved_for, consumer)
+                )
+                new = msgspec.structs.replace(new, status=status)
+            dra.reserved.append(state.claims.get(key_of(claim)))
+            dra.written.append(new)
+            state.put_claim(new)
+        return SUCCESS
+
+    def unreserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> None:
+        dra = self._state(cycle)
+        for before, after in zip(reversed(dra.reserved), reversed(dra.written), strict=True):
+            if before is None:
+                state.remove_claim(key_of(after))
+            else:
+                state.put_claim(before)
+        dra.reserved.clear()
+        dra.written.clear()

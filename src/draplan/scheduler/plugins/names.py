@@ -1,0 +1,12 @@
+"""Plugin names (as in kube-scheduler's plugins/names)."""
+
+NODE_NAME = "NodeName"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_AFFINITY = "NodeAffinity"
+TAINT_TOLERATION = "TaintToleration"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+DYNAMIC_RESOURCES = "DynamicResources"
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+TOPOLOGY_LOCALITY = "TopologyLocality"
+DEFAULT_BINDER = "DefaultBinder"

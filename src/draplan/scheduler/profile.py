@@ -1,0 +1,104 @@
+"""Which plugins run, in which order, with which weights: data, like kube-scheduler's
+default_plugins.go plus a user profile (draplan.io/v1alpha1 SchedulerProfile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from draplan.allocator import Options
+from draplan.api.draplan_v1alpha1 import SchedulerProfile
+from draplan.api.errors import BadInput
+from draplan.scheduler.plugins import names
+from draplan.scheduler.plugins.dynamicresources import DynamicResources
+from draplan.scheduler.plugins.nodeaffinity import NodeAffinity
+from draplan.scheduler.plugins.nodename import NodeName
+from draplan.scheduler.plugins.noderesources import LeastAllocated, MostAllocated, NodeResourcesFit
+from draplan.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from draplan.scheduler.plugins.tainttoleration import TaintTolerationPlugin
+from draplan.scheduler.plugins.topologylocality import TopologyLocality
+
+# Cheap filters first; DynamicResources (the allocator) last, as upstream orders them.
+FILTERS = (
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
+    names.NODE_RESOURCES_FIT,
+    names.DYNAMIC_RESOURCES,
+)
+# Accelerators are expensive: bin-pack nodes and keep device groups whole by default.
+DEFAULT_SCORES = ((names.TOPOLOGY_LOCALITY, 2), (names.MOST_ALLOCATED, 1))
+SCORES = (names.LEAST_ALLOCATED, names.MOST_ALLOCATED, names.TOPOLOGY_LOCALITY)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Instantiated plugins: filters in order and (plugin, weight) scores."""
+
+    filters: tuple[Any, ...]
+    scores: tuple[tuple[Any, int], ...]
+    dra: DynamicResources
+    options: Options
+
+
+def build_profile(spec: SchedulerProfile | None = None) -> Profile:
+    """The default profile, or the user's on top of it."""
+    s = spec.spec if spec is not None else None
+    device_order = s.device_order if s is not None else "tight"
+    if device_order not in ("tight", "first-fit"):
+        raise BadInput(
+            f"unsupported value {device_order!r}: tight or first-fit",
+            kind="SchedulerProfile",
+            path="spec.deviceOrder",
+        )
+    timeout = s.filter_timeout_seconds if s is not None else 10.0
+    options = Options(device_order=device_order, timeout_seconds=timeout)  # type: ignore[arg-type]
+    dra = DynamicResources(options)
+    table: dict[str, Any] = {
+        names.NODE_UNSCHEDULABLE: NodeUnschedulable(),
+        names.NODE_NAME: NodeName(),
+        names.TAINT_TOLERATION: TaintTolerationPlugin(),
+        names.NODE_AFFINITY: NodeAffinity(),
+        names.NODE_RESOURCES_FIT: NodeResourcesFit(),
+        names.DYNAMIC_RESOURCES: dra,
+        names.LEAST_ALLOCATED: LeastAllocated(),
+        names.MOST_ALLOCATED: MostAllocated(),
+        names.TOPOLOGY_LOCALITY: TopologyLocality(),
+    }
+    disabled = set(s.disabled_plugins) if s is not None else set()
+    for i, name in enumerate(sorted(disabled)):
+        if name not in table:
+            raise BadInput(
+                f"unknown plugin {name!r}",
+                kind="SchedulerProfile",
+                path=f"spec.disabledPlugins[{i}]",
+            )
+    if names.DYNAMIC_RESOURCES in disabled:
+        raise BadInput(
+            "DynamicResources cannot be disabled",
+            kind="SchedulerProfile",
+            path="spec.disabledPlugins",
+        )
+    weights: tuple[tuple[str, int], ...] = DEFAULT_SCORES
+    if s is not None and s.score_plugins is not None:
+        weights = tuple((p.name, p.weight) for p in s.score_plugins)
+    for i, (name, weight) in enumerate(weights):
+        if name not in SCORES:
+            raise BadInput(
+                f"unknown score plugin {name!r}; one of {', '.join(SCORES)}",
+                kind="SchedulerProfile",
+                path=f"spec.scorePlugins[{i}].name",
+            )
+        if weight < 0:
+            raise BadInput(
+                "weight must not be negative",
+                kind="SchedulerProfile",
+                path=f"spec.scorePlugins[{i}].weight",
+            )
+    return Profile(
+        filters=tuple(table[n] for n in FILTERS if n not in disabled),
+        scores=tuple((table[n], w) for n, w in weights if n not in disabled and w > 0),
+        dra=dra,
+        options=options,
+    )

@@ -1,0 +1,32 @@
+"""Queue order: priority (spec.priority or its PriorityClass), then creation time, then name;
+a gang takes the place of its first member."""
+
+from __future__ import annotations
+
+from draplan.api.core_v1 import Pod
+from draplan.api.scheduling import PriorityClass
+from draplan.cluster.state import ClusterState
+
+
+def priority_of(pod: Pod, classes: dict[str, PriorityClass], default: int) -> int:
+    if pod.spec.priority is not None:
+        return pod.spec.priority
+    pc = classes.get(pod.spec.priority_class_name)
+    return pc.value if pc is not None else default
+
+
+def priority_table(state: ClusterState) -> tuple[dict[str, PriorityClass], int]:
+    classes = {o.metadata.name: o for o in state.others if isinstance(o, PriorityClass)}
+    default = next((pc.value for pc in classes.values() if pc.global_default), 0)
+    return classes, default
+
+
+def sort_key(
+    pod: Pod, classes: dict[str, PriorityClass], default: int
+) -> tuple[int, str, str, str]:
+    return (
+        -priority_of(pod, classes, default),
+        pod.metadata.creation_timestamp or "",
+        pod.metadata.namespace,
+        pod.metadata.name,
+    )

@@ -1,0 +1,57 @@
+"""Why a pod did not fit: kube-scheduler's "0/N nodes are available: ..." plus the structured
+reasons underneath (plugin, allocator code and evidence)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from draplan.allocator import Reason
+from draplan.scheduler.framework import Status
+
+
+@dataclass(frozen=True)
+class FitReason:
+    """Aggregated over nodes: the printed message, counts per reason code, and evidence."""
+
+    message: str
+    nodes: dict[str, int] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message, "nodes": self.nodes}
+        if self.evidence:
+            out["evidence"] = self.evidence
+        return out
+
+
+def reason_code(status: Status) -> str:
+    """Allocator failures count by their code; other plugins by their printed reason."""
+    if isinstance(status.detail, Reason):
+        return status.detail.code
+    return status.reasons[0] if status.reasons else status.code.value
+
+
+def fit_error(total: int, statuses: dict[str, Status], sample: int = 3) -> FitReason:
+    """Aggregate per-node statuses the way kube-scheduler's FitError prints them."""
+    printed: Counter[str] = Counter()
+    codes: Counter[str] = Counter()
+    allocator: dict[str, Any] = {}
+    for node, status in sorted(statuses.items()):
+        for text in set(status.reasons):
+            printed[text] += 1
+        codes[reason_code(status)] += 1
+        if isinstance(status.detail, Reason) and len(allocator) < sample:
+            allocator[node] = status.detail.to_dict()
+    parts = ", ".join(f"{n} {text}" for text, n in sorted(printed.items(), key=lambda kv: kv[0]))
+    message = (
+        f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
+    )
+    evidence = {"allocator": allocator} if allocator else {}
+    return FitReason(message, dict(sorted(codes.items())), evidence)
+
+
+def pod_level(message: str, code: str, total: int) -> FitReason:
+    """A PreFilter or gang failure: the message replaces the per-node histogram."""
+    return FitReason(f"0/{total} nodes are available: {message}.", {code: total})

@@ -342,6 +342,10 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ],
         },
     },
+    ("v1", "Binding"): {
+        "metadata": {"name": "train-0", "namespace": "ml", "uid": "u-1"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    },
     ("draplan.io/v1alpha1", "SchedulerProfile"): {
         "metadata": {**META, "name": "gpu-packing"},
         "spec": {

@@ -161,3 +161,20 @@ class Namespace(KubeStruct, frozen=True):
     api_version: str = "v1"
     kind: str = "Namespace"
     metadata: ObjectMeta = ObjectMeta()
+
+
+class ObjectReference(KubeStruct, frozen=True):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+
+
+class Binding(KubeStruct, frozen=True):
+    """What the scheduler posts to bind a pod to a node (pods/binding)."""
+
+    api_version: str = "v1"
+    kind: str = "Binding"
+    metadata: ObjectMeta = ObjectMeta()
+    target: ObjectReference = ObjectReference()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -14,6 +14,7 @@ from draplan.api.quantity import Quantity
 from draplan.api.validation import validate
 
 KubeObject = KubeStruct
+T = TypeVar("T")
 
 KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("v1", "Node"): core_v1.Node,
@@ -177,6 +178,15 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
 
 _JSON_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 _JSON_DECODER = msgspec.json.Decoder()
+
+
+def convert(obj: Any, tp: type[T]) -> T:
+    """A nested API value (not a whole object) from JSON form; errors as BadInput."""
+    try:
+        return msgspec.convert(obj, tp, dec_hook=_dec_hook)
+    except msgspec.ValidationError as err:
+        msg, path = _split_error(err)
+        raise BadInput(msg, path=path) from None
 
 
 def encode(obj: KubeStruct) -> dict[str, Any]:

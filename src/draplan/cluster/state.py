@@ -133,6 +133,8 @@ class ClusterState:
             self.exclusive,
             self.shared,
             self.counters,
+            self.node_requested,
+            self.node_version,
         )
 
     # --- building ------------------------------------------------------------------------
@@ -380,11 +382,14 @@ class ClusterState:
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
-        self.touch("*")
+        self.touch(node.metadata.name)
 
     def remove_node(self, name: str) -> None:
+        """Remove a node and its node-local slices (its pods are the caller's business)."""
+        for sname in self._slices_by_node.get(name) or ():
+            self.remove_slice(sname)
         self.nodes.pop(name)
-        self.touch("*")
+        self.touch(name)
 
     def _add_usage(self, node_name: str, requests: Resources, sign: int) -> None:
         used = dict(self.node_requested.get(node_name) or {})

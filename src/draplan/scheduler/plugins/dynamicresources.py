@@ -54,6 +54,7 @@ class DynamicResources:
 
     def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
         if not pod.pod.spec.resource_claims:
+            cycle.data[self.name] = DraState([], [])  # Filter has nothing to do either
             return SKIP
         try:
             claims = pod_claims(state, pod.pod)

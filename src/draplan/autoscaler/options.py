@@ -1,0 +1,67 @@
+"""Scale-up options, limits and the expander chain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.autoscaler.templates import NewNode
+from draplan.cluster.state import ObjectKey
+
+EXPANDERS = ("least-waste", "least-cost", "priority", "most-pods")
+DEFAULT_EXPANDERS = ("least-cost", "least-waste", "most-pods")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Cluster-wide caps on what a plan may add (per-pool caps are the NodePools' maxNodes)."""
+
+    max_nodes_total: int | None = None
+    max_devices_total: int | None = None
+    max_cost_per_hour: float | None = None
+
+
+@dataclass
+class Option:
+    """What adding nodes of one pool would achieve, simulated with the real scheduler."""
+
+    pool: NodePool
+    nodes: list[NewNode]
+    pods: list[ObjectKey]
+    waste: float = 0.0
+    devices: int = 0
+    gangs: list[str] = field(default_factory=list)
+
+    @property
+    def price(self) -> float:
+        return float(self.pool.spec.price_per_hour)
+
+    @property
+    def cost_per_hour(self) -> float:
+        return self.price * len(self.nodes)
+
+
+def _least_cost(o: Option) -> float:
+    # Price per pod served: an option that serves more pods per dollar wins.
+    return o.cost_per_hour / max(1, len(o.pods))
+
+
+_SCORES: dict[str, Callable[[Option], float]] = {
+    "least-waste": lambda o: o.waste,
+    "least-cost": _least_cost,
+    "priority": lambda o: -o.pool.spec.priority,
+    "most-pods": lambda o: -len(o.pods),
+}
+
+
+def choose(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) -> Option:
+    """Each expander keeps the options it rates best; ties fall through, then the pool name."""
+    remaining = list(options)
+    for name in chain:
+        score = _SCORES[name]
+        best = min(score(o) for o in remaining)
+        remaining = [o for o in remaining if abs(score(o) - best) <= 1e-9 * max(1.0, abs(best))]
+        if len(remaining) == 1:
+            break
+    return min(remaining, key=lambda o: o.pool.metadata.name)

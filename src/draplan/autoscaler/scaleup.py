@@ -1,0 +1,180 @@
+"""Scale-up: for each NodePool, fork the state, add template nodes, run the real scheduler, and
+keep the option the expanders like best; repeat while pending pods remain. No placement rule of
+its own: what fits is what the scheduler places."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
+from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
+from draplan.autoscaler.utilization import waste
+from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler import PodResult, Scheduler
+
+
+@dataclass
+class ScaleUp:
+    """The chosen additions, in the order they were chosen."""
+
+    options: list[Option] = field(default_factory=list)
+    placed: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> new node
+    reasons: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> why no pool helps
+
+    @property
+    def nodes_added(self) -> int:
+        return sum(len(o.nodes) for o in self.options)
+
+    @property
+    def cost_per_hour(self) -> float:
+        return sum(o.cost_per_hour for o in self.options)
+
+
+def pending_pods(state: ClusterState) -> list[Pod]:
+    return [p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)]
+
+
+def _room(state: ClusterState, pool: NodePool, added: dict[str, int]) -> int:
+    return max(
+        0, pool.spec.max_nodes - len(pool_members(state, pool)) - added.get(pool.metadata.name, 0)
+    )
+
+
+def _devices(new: NewNode) -> int:
+    return sum(len(rs.spec.devices) for rs in new.slices)
+
+
+class ScaleUpPlanner:
+    """Plans node additions for the pending pods of a state, with one scheduler profile."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        pools: Sequence[NodePool],
+        limits: Limits | None = None,
+        expanders: Sequence[str] = DEFAULT_EXPANDERS,
+    ) -> None:
+        self.scheduler = scheduler
+        self.pools = sorted(pools, key=lambda p: p.metadata.name)
+        self.limits = limits or Limits()
+        self.expanders = tuple(expanders)
+
+    def helpable(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> list[Pod]:
+        """Pods that would fit alone on one empty node of `pool` (gangs ignored)."""
+        out = []
+        with state.forked():
+            name, labels = NodeNamer(state, pool).next()
+            new = make_node(state, pool, name, labels)
+            add_new_node(state, new)
+            for pod in pods:
+                with state.forked():
+                    if self.scheduler.schedule_pod(state, pod, [name]).node:
+                        out.append(pod)
+        return out
+
+    def _estimate(self, pool: NodePool, new: NewNode, pods: list[Pod]) -> int:
+        alloc = node_allocatable(new.node)
+        need = {"cpu": 0, "memory": 0}
+        for pod in pods:
+            req = pod_requests(pod)
+            for k in need:
+                need[k] += req.get(k, 0)
+        ratios = [need[k] / alloc[k] for k in need if alloc.get(k)]
+        return max(1, math.ceil(max(ratios, default=1.0)))
+
+    def simulate(
+        self, state: ClusterState, pool: NodePool, room: int, pods: list[Pod]
+    ) -> Option | None:
+        """Add nodes of `pool` (up to `room`) until the pods it can help are placed."""
+        helpable = self.helpable(state, pool, pods)
+        if not helpable or room <= 0:
+            return None
+        wanted = {key_of(p) for p in helpable}
+        with state.forked():
+            namer = NodeNamer(state, pool)
+            nodes: list[NewNode] = []
+            target = min(
+                room,
+                len(helpable),
+                self._estimate(pool, make_node(state, pool, "estimate", {}), helpable),
+            )
+            placed: dict[ObjectKey, str] = {}
+            while True:
+                while len(nodes) < target:
+                    name, labels = namer.next()
+                    new = make_node(state, pool, name, labels)
+                    add_new_node(state, new)
+                    nodes.append(new)
+                for r in self.scheduler.run(state):
+                    if r.node and r.key in wanted:
+                        placed[r.key] = r.node
+                left = wanted - placed.keys()
+                if not left or target >= min(room, len(helpable)):
+                    break
+                target = min(room, len(helpable), target * 2)
+            used = set(placed.values())
+            kept = [n for n in nodes if n.node.metadata.name in used]
+            option = Option(
+                pool,
+                kept,
+                sorted(placed),
+                waste(state, [n.node for n in kept]),
+                sum(_devices(n) for n in kept),
+            )
+        return option
+
+    def _within_limits(self, option: Option, plan: ScaleUp, state: ClusterState) -> bool:
+        lim = self.limits
+        if lim.max_nodes_total is not None and (
+            len(state.nodes) + len(option.nodes) > lim.max_nodes_total
+        ):
+            return False
+        if lim.max_devices_total is not None:
+            existing = sum(len(rs.spec.devices) for rs in state.slices.values())
+            if existing + option.devices > lim.max_devices_total:
+                return False
+        return lim.max_cost_per_hour is None or (
+            plan.cost_per_hour + option.cost_per_hour <= lim.max_cost_per_hour
+        )
+
+    def apply(self, state: ClusterState, option: Option) -> list[PodResult]:
+        """Add the option's nodes to `state` and schedule onto them (the plan's state)."""
+        for new in option.nodes:
+            add_new_node(state, new)
+        return self.scheduler.run(state)
+
+    def plan(self, state: ClusterState) -> ScaleUp:
+        """Mutates `state` into the planned cluster: new nodes added, pods placed."""
+        plan = ScaleUp()
+        added: dict[str, int] = {}
+        # Pods that fit existing nodes are no reason to scale (filter_out_schedulable).
+        self.scheduler.run(state)
+        while True:
+            pods = pending_pods(state)
+            if not pods:
+                break
+            options = []
+            for pool in self.pools:
+                option = self.simulate(state, pool, _room(state, pool, added), pods)
+                if option is not None and option.pods and self._within_limits(option, plan, state):
+                    options.append(option)
+            if not options:
+                break
+            best = choose(options, self.expanders)
+            before = {key_of(p) for p in pods}
+            for r in self.apply(state, best):
+                if r.node and r.key in before:
+                    plan.placed[r.key] = r.node
+            best.pods = sorted(
+                k
+                for k in before
+                if k in plan.placed and plan.placed[k] in {n.node.metadata.name for n in best.nodes}
+            )
+            plan.options.append(best)
+            added[best.pool.metadata.name] = added.get(best.pool.metadata.name, 0) + len(best.nodes)
+        return plan

@@ -1,0 +1,113 @@
+"""`draplan scale`: the scale-up and scale-down plan from NodePools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from draplan.api.codec import encode
+from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
+from draplan.autoscaler.provreq import with_status
+from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.scheduler import build_profile
+
+
+def manifests(plan: Plan, state_pools: dict[str, Any]) -> list[dict[str, Any]]:
+    """What to apply: ProvisioningRequests with their new status, and each pool's target size."""
+    out: list[dict[str, Any]] = []
+    for pr, conds in plan.provisioning:
+        out.append(encode(with_status(pr, conds)))
+    added: dict[str, int] = {}
+    for o in plan.scale_up:
+        added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
+    for name, n in sorted(added.items()):
+        pool = state_pools[name]
+        doc = encode(pool)
+        doc.setdefault("metadata", {}).setdefault("annotations", {})[
+            "draplan.io/target-size-increase"
+        ] = str(n)
+        out.append(doc)
+    return out
+
+
+@click.command("scale")
+@filename_option()
+@click.option("--legacy", is_flag=True, help="Plan with device-plugin counts (today's failure).")
+@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@click.option(
+    "--expander",
+    default=",".join(DEFAULT_EXPANDERS),
+    show_default=True,
+    help=f"Comma-separated chain of {', '.join(EXPANDERS)}.",
+)
+@click.option("--max-nodes-total", type=int, help="Cluster-wide node limit.")
+@click.option("--max-devices-total", type=int, help="Cluster-wide DRA device limit.")
+@click.option("--max-cost-per-hour", type=float, help="Cap on the cost the plan adds.")
+@output_option
+def scale(
+    filenames: tuple[str, ...],
+    legacy: bool,
+    profile_path: str | None,
+    expander: str,
+    max_nodes_total: int | None,
+    max_devices_total: int | None,
+    max_cost_per_hour: float | None,
+    output: str,
+) -> None:
+    """Plan node additions (and removals) for the pending pods, from the NodePools given."""
+    chain = tuple(e.strip() for e in expander.split(",") if e.strip())
+    unknown = [e for e in chain if e not in EXPANDERS]
+    if unknown or not chain:
+        raise click.BadParameter(
+            f"unknown expander {unknown[0] if unknown else ''!r}", param_hint="--expander"
+        )
+    state = load_state(filenames)
+    pools = dict(state.node_pools)
+    autoscaler = Autoscaler(
+        build_profile(load_profile(profile_path)),
+        Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
+        chain,
+        legacy=legacy,
+    )
+    plan = autoscaler.plan(state)
+    doc = plan.to_dict()
+    if output == "json":
+        emit_json(doc)
+    elif output == "yaml":
+        emit_yaml(manifests(plan, pools))
+    else:
+        s = doc["summary"]
+        emit_table(
+            f"{'legacy' if legacy else 'DRA-aware'} plan: +{s['nodesAdded']} nodes, "
+            f"${s['costPerHour']}/h, {s['podsPlaced']} pods placed, "
+            f"{s['podsStillPending']} pending, {s['wastedNodes']} wasted",
+            ["POOL", "ADD", "NODES", "PODS", "COST/H"],
+            [
+                (u["pool"], u["add"], ", ".join(u["nodes"]), len(u["pods"]), u["costPerHour"])
+                for u in doc["scaleUp"]
+            ],
+        )
+        if doc["wasted"]:
+            emit_table(
+                "wasted nodes",
+                ["POOL", "NODE", "REASON"],
+                [(w["pool"], w["node"], w["reason"]) for w in doc["wasted"]],
+            )
+        if doc["scaleDown"]:
+            emit_table(
+                "scale-down",
+                ["NODE", "REASON"],
+                [(r["node"], r["reason"]) for r in doc["scaleDown"]],
+            )
+        if doc["pending"]:
+            emit_table(
+                "still pending",
+                ["POD", "REASON"],
+                [(p["pod"], p["reason"].get("message", "")) for p in doc["pending"]],
+            )
+
+
+COMMANDS = [scale]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.requests import RequestSpec, claim_label
+from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import (
     CAPACITY_EXHAUSTED,
     CONSTRAINT_UNSATISFIABLE,
@@ -33,8 +34,6 @@ STAGES = (
 
 def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
     """How many devices of this node survive each stage for one (sub)request."""
-    from draplan.allocator.search import taint_blocks
-
     state = search.state
     counts = {"matching": 0, "free": 0, "tolerated": 0, "capacityFits": 0, "countersFit": 0}
     incomplete = invalid = 0

@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.constraints import ClaimConstraint
+from draplan.allocator.diagnose import diagnose, request_counts
 from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     RequestSpec,
@@ -16,14 +18,13 @@ from draplan.allocator.requests import (
     claim_label,
 )
 from draplan.allocator.result import Pick, allocated_claim
+from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import AllocationError, Options, Outcome, Reason
 from draplan.api.core_v1 import Node
-from draplan.api.resource_v1 import DeviceToleration, ResourceClaim
+from draplan.api.resource_v1 import ResourceClaim
 from draplan.cel import CelError
 from draplan.cluster.devices import CounterKey, DeviceID, DeviceView, Pool, PoolID
 from draplan.cluster.state import ClusterState
-
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 class _Timeout(Exception):
@@ -32,28 +33,6 @@ class _Timeout(Exception):
 
 class _Reject(Exception):
     """A device in an `All` set violates a constraint: fatal upstream (must=true)."""
-
-
-def tolerates(tol: DeviceToleration, key: str, value: str, effect: str) -> bool:
-    if tol.effect and tol.effect != effect:
-        return False
-    if tol.key and tol.key != key:
-        return False
-    if tol.operator == "Exists":
-        return True
-    if tol.operator in ("", "Equal"):
-        return tol.value == value
-    return False
-
-
-def taint_blocks(view: DeviceView, tolerations: tuple[DeviceToleration, ...]) -> bool:
-    """A NoSchedule/NoExecute taint that no toleration covers; other effects are ignored."""
-    for taint in view.device.taints:
-        if taint.effect not in BLOCKING_EFFECTS:
-            continue
-        if not any(tolerates(t, taint.key, taint.value, taint.effect) for t in tolerations):
-            return True
-    return False
 
 
 class Search:
@@ -441,8 +420,6 @@ def allocate(
 ) -> Outcome:
     """Allocate all `claims` together on `node`, or explain why not. Raises AllocationError for
     input that is wrong on every node (unknown class, bad CEL, over 32 devices...)."""
-    from draplan.allocator.diagnose import diagnose
-
     search = Search(state, node, claims, options or Options())
     search.prepare()
     try:
@@ -463,3 +440,16 @@ def allocate(
         allocated_claim(claim, search.picks[i], node) for i, claim in enumerate(search.claims)
     )
     return Outcome(claims=allocated, steps=search.steps)
+
+
+def count_candidates(
+    state: ClusterState,
+    node: Node,
+    claims: Sequence[ResourceClaim],
+    options: Options | None = None,
+) -> list[dict[str, Any]]:
+    """For every (sub)request, how many devices of `node` survive each stage (matching, free,
+    tolerated, capacity, counters), without searching: the auditor's raw evidence."""
+    search = Search(state, node, claims, options or Options())
+    search.prepare()
+    return [request_counts(search, spec) for slot in search.slots for spec in slot.alternatives]

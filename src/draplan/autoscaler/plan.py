@@ -26,6 +26,7 @@ from draplan.autoscaler.scaleup import ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, Profile, Scheduler, build_profile
+from draplan.scheduler.core import unbound
 
 
 @dataclass
@@ -294,7 +295,7 @@ class Autoscaler:
             if pod is None or pod.spec.node_name == node:
                 continue
             with state.forked():
-                result = self.scheduler.schedule_pod(state, _unbound(pod), [node])
+                result = self.scheduler.schedule_pod(state, unbound(pod), [node])
             if result.reason is not None:
                 detail = result.reason.evidence.get("allocator", {}).get(node)
                 extra = f" ({detail['code']}: {detail['message']})" if detail else ""
@@ -338,9 +339,3 @@ class Autoscaler:
             f"pools that could host it alone: {', '.join(helping)}; not added (limits, "
             "gang or topology constraints)"
         )
-
-
-def _unbound(pod: Any) -> Any:
-    import msgspec
-
-    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))

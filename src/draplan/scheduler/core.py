@@ -80,6 +80,15 @@ class Scheduler:
         info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
         return info, cycle, status.with_plugin(DYNAMIC_RESOURCES)
 
+    def evaluate(self, state: ClusterState, pod: Pod) -> tuple[Status, dict[str, Status]]:
+        """PreFilter's status and every node's Filter status for `pod`, without binding it:
+        what an auditor needs to explain a pending pod."""
+        info, cycle, status = self._pre_filter(state, pod)
+        if not status.ok:
+            return status, {}
+        ev = self.evaluator.refresh(state, cycle, info)
+        return status, {name: ev.evals[name].status for name in sorted(ev.evals)}
+
     def schedule_pod(
         self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
     ) -> PodResult:
@@ -196,7 +205,7 @@ class Scheduler:
                 reason = pod_level(
                     message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
                 )
-            out.append(PodResult(r.key, _unbound(r.pod), reason=reason, gang=gang.label))
+            out.append(PodResult(r.key, unbound(r.pod), reason=reason, gang=gang.label))
         return out
 
     def _gang_in_domain(
@@ -280,5 +289,5 @@ class Scheduler:
         return results
 
 
-def _unbound(pod: Pod) -> Pod:
+def unbound(pod: Pod) -> Pod:
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))

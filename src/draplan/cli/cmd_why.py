@@ -1,0 +1,48 @@
+"""`draplan why`: a category, evidence and a fix for every pending pod."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import click
+
+from draplan.audit import CATEGORIES, why
+from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.scheduler import build_profile
+
+
+@click.command("why")
+@filename_option()
+@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@output_option
+def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -> None:
+    """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
+    state = load_state(filenames)
+    diagnoses = why(state, build_profile(load_profile(profile_path)))
+    summary = Counter(d.category for d in diagnoses)
+    doc: dict[str, Any] = {
+        "pods": [d.to_dict() for d in diagnoses],
+        "summary": {c: summary[c] for c in CATEGORIES if summary[c]},
+    }
+    if output == "json":
+        emit_json(doc)
+        return
+    if output == "yaml":
+        emit_yaml([doc])
+        return
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for d in diagnoses:
+        groups[d.category].append(d)
+    # Most costly first: the categories holding back the most devices.
+    order = sorted(groups, key=lambda c: (-sum(d.devices for d in groups[c]), CATEGORIES.index(c)))
+    for category in order:
+        rows = [(f"{d.pod[0]}/{d.pod[1]}", d.devices, d.message) for d in groups[category]]
+        emit_table(f"{category} ({len(rows)})", ["POD", "DEVICES", "WHY"], rows)
+    if not diagnoses:
+        click.echo("No pending pods.")
+
+
+COMMANDS = [why_cmd]

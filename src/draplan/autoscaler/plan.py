@@ -109,9 +109,11 @@ class Autoscaler:
         limits: Limits | None = None,
         expanders: tuple[str, ...] = DEFAULT_EXPANDERS,
         legacy: bool = False,
+        gangs: bool = True,
     ) -> None:
         self.profile = profile or build_profile()
-        self.scheduler = Scheduler(self.profile)
+        # gangs=False: scale pod by pod, as autoscalers without gang support do.
+        self.scheduler = Scheduler(self.profile, gangs=gangs)
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy

@@ -368,8 +368,6 @@ class ClusterState:
                             )
         return Pool(pid, generation, tuple(devices), counters, incomplete, invalid)
 
-    # --- claims and ledgers --------------------------------------------------------------
-
     # --- nodes and pods ------------------------------------------------------------------
 
     def touch(self, node_name: str) -> None:
@@ -417,6 +415,32 @@ class ClusterState:
             self._add_usage(node_name, pod_requests(pod), -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
+
+    def remove_pod(self, key: ObjectKey) -> None:
+        """A pod finished: free its node share, delete the claims generated for it, and release
+        (and, once nobody holds them, deallocate) the claims it named."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        self.unbind_pod(pod)
+        del self.pods[key]
+        ns = pod.metadata.namespace
+        generated = {
+            s.resource_claim_name
+            for s in pod.status.resource_claim_statuses
+            if s.resource_claim_name
+        }
+        named = {r.resource_claim_name for r in pod.spec.resource_claims if r.resource_claim_name}
+        for name in sorted(generated):
+            self.remove_claim((ns, name))
+        for name in sorted(named):
+            claim = self.claims.get((ns, name))
+            if claim is None:
+                continue
+            rest = tuple(r for r in claim.status.reserved_for if r.name != pod.metadata.name)
+            alloc = claim.status.allocation if rest else None
+            status = msgspec.structs.replace(claim.status, reserved_for=rest, allocation=alloc)
+            self.put_claim(msgspec.structs.replace(claim, status=status))
 
     # --- claims and ledgers --------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -65,9 +65,11 @@ def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> b
 class Scheduler:
     """Places pending pods on a ClusterState (mutating it: pods bound, claims allocated)."""
 
-    def __init__(self, profile: Profile | None = None) -> None:
+    def __init__(self, profile: Profile | None = None, gangs: bool = True) -> None:
         self.profile = profile or build_profile()
         self.evaluator = Evaluator(self.profile)
+        # gangs=False places gang members one by one, as schedulers without gang support do.
+        self.gangs = gangs
 
     # --- one pod -------------------------------------------------------------------------
 
@@ -127,9 +129,9 @@ class Scheduler:
             return PodResult(
                 info.key, info.pod, reason=pod_level(status.reasons[0], "Error", len(state.nodes))
             )
-        bound = state.bind_pod(info.pod, node_name)
         dra = cycle.data.get(DYNAMIC_RESOURCES)
         claims = [state.claims[key_of(c)] for c in dra.claims] if isinstance(dra, DraState) else []
+        bound = state.bind_pod(_with_claim_statuses(info.pod, claims), node_name)
         return PodResult(info.key, bound, node_name, claims)
 
     # --- gangs ---------------------------------------------------------------------------
@@ -268,7 +270,7 @@ class Scheduler:
     def run(self, state: ClusterState) -> list[PodResult]:
         """Schedule every pending pod in queue order; gangs as units."""
         classes, default = priority_table(state)
-        gangs = find_gangs(state)
+        gangs = find_gangs(state) if self.gangs else {}
         pending = [p for p in state.pods.values() if not p.spec.node_name and not is_terminal(p)]
         pending.sort(key=lambda p: sort_key(p, classes, default))
         results: list[PodResult] = []
@@ -287,6 +289,24 @@ class Scheduler:
             bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
             results.extend(self.schedule_gang(state, gang, waiting, bound))
         return results
+
+
+def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
+    """Record generated claim names in status.resourceClaimStatuses, as the resourceclaim
+    controller does."""
+    generated = {
+        c.metadata.annotations.get("resource.kubernetes.io/pod-claim-name"): c.metadata.name
+        for c in claims
+    }
+    statuses = [
+        PodResourceClaimStatus(name=ref.name, resource_claim_name=generated[ref.name])
+        for ref in pod.spec.resource_claims
+        if ref.resource_claim_template_name and ref.name in generated
+    ]
+    if not statuses or pod.status.resource_claim_statuses:
+        return pod
+    status = msgspec.structs.replace(pod.status, resource_claim_statuses=tuple(statuses))
+    return msgspec.structs.replace(pod, status=status)
 
 
 def unbound(pod: Pod) -> Pod:

@@ -18,6 +18,7 @@ from draplan.allocator.types import (
     TAINTED,
     Reason,
 )
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 
 if TYPE_CHECKING:
     from draplan.allocator.search import Search
@@ -63,13 +64,22 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
             counts["countersFit"] += 1
     claim = search.claims[spec.claim_index]
     return {
-        "claim": claim_label(claim),
+        "claim": evidence_label(claim),
         "request": spec.name,
         "needed": search._needed(spec) if spec.all_mode else spec.count,
         **counts,
         "incompletePools": incomplete,
         "invalidPools": invalid,
     }
+
+
+def evidence_label(claim: ResourceClaim) -> str:
+    """A generated claim is named after the pod's claim entry, not its random name: the
+    scheduler reuses one node's answer for every pod of the same shape."""
+    pod_claim = claim.metadata.annotations.get(POD_CLAIM_ANNOTATION)
+    if pod_claim:
+        return f"pod claim {pod_claim!r}"
+    return claim_label(claim)
 
 
 def _stage_code(row: dict[str, Any]) -> tuple[int, str] | None:

@@ -11,6 +11,8 @@ from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
 GROUP_VERSION = "resource.k8s.io/v1"
+# Set on claims generated from a template: the pod's spec.resourceClaims entry they serve.
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
 
 class CELDeviceSelector(KubeStruct, frozen=True):

@@ -31,7 +31,8 @@ class Option:
     pods: list[ObjectKey]
     waste: float = 0.0
     devices: int = 0
-    gangs: list[str] = field(default_factory=list)
+    # Which pending pods each new node is added for (wasted if none of them ever runs there).
+    intended: dict[str, list[ObjectKey]] = field(default_factory=dict)
 
     @property
     def price(self) -> float:

@@ -114,14 +114,17 @@ class Autoscaler:
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
         self.scheduler = Scheduler(self.profile, gangs=gangs)
+        self.fits_empty: dict[tuple[str, bytes], bool] = {}
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
 
     def planner(self, state: ClusterState) -> ScaleUpPlanner:
-        return ScaleUpPlanner(
+        planner = ScaleUpPlanner(
             self.scheduler, list(state.node_pools.values()), self.limits, self.expanders
         )
+        planner.fits_empty = self.fits_empty  # pools are fixed for this autoscaler's life
+        return planner
 
     # --- ProvisioningRequests -------------------------------------------------------------
 
@@ -272,7 +275,17 @@ class Autoscaler:
                 real = make_node(state, pool, new.node.metadata.name, labels)
                 add_new_node(state, real)
                 real_nodes.append(real)
-            real_options.append(Option(pool, real_nodes, option.pods))
+            real_options.append(
+                Option(
+                    pool,
+                    real_nodes,
+                    option.pods,
+                    intended={
+                        n.node.metadata.name: intended.get(n.node.metadata.name, [])
+                        for n in real_nodes
+                    },
+                )
+            )
         results = {r.key: r for r in self.scheduler.run(state)}
         for option in real_options:
             for new in option.nodes:
@@ -305,7 +318,15 @@ class Autoscaler:
             return f"{key[0]}/{key[1]} was placed elsewhere"
         return "no pod it was added for landed on it"
 
-    def plan(self, state: ClusterState, now: datetime | None = None) -> Plan:
+    def plan(
+        self,
+        state: ClusterState,
+        now: datetime | None = None,
+        explain: bool = True,
+        scale_down: bool = True,
+    ) -> Plan:
+        """`explain=False` skips the per-pod reasons and `scale_down=False` the removals (a
+        simulation that only needs the scale-up)."""
         plan = Plan()
         now = now or default_now(state)
         existing_nodes = set(state.nodes.keys())
@@ -321,9 +342,13 @@ class Autoscaler:
             if pod is not None and pod.spec.node_name in new_nodes:
                 plan.placed_on_new.add(key)
         protected = new_nodes
-        plan.scale_down = plan_scale_down(state, self.scheduler, state.node_pools, protected)
+        if scale_down:
+            plan.scale_down = plan_scale_down(state, self.scheduler, state.node_pools, protected)
         for pod in pending_pods(state):
             key = key_of(pod)
+            if not explain:
+                plan.pending.append((key, None, ""))
+                continue
             with state.forked():
                 result = self.scheduler.schedule_pod(state, pod)
             plan.pending.append((key, result.reason, self._pool_reason(state, pod)))

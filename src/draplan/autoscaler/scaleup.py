@@ -63,19 +63,25 @@ class ScaleUpPlanner:
         self.pools = sorted(pools, key=lambda p: p.metadata.name)
         self.limits = limits or Limits()
         self.expanders = tuple(expanders)
+        # Whether a pod shape fits an empty node of a pool does not change during a plan.
+        self.fits_empty: dict[tuple[str, bytes], bool] = {}
 
     def helpable(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> list[Pod]:
         """Pods that would fit alone on one empty node of `pool` (gangs ignored)."""
-        out = []
-        with state.forked():
-            name, labels = NodeNamer(state, pool).next()
-            new = make_node(state, pool, name, labels)
-            add_new_node(state, new)
-            for pod in pods:
-                with state.forked():
-                    if self.scheduler.schedule_pod(state, pod, [name]).node:
-                        out.append(pod)
-        return out
+        keys = [(pool.metadata.name, self.scheduler.shape_of(state, pod)) for pod in pods]
+        unknown = [(k, pod) for k, pod in zip(keys, pods, strict=True) if k not in self.fits_empty]
+        if unknown:
+            with state.forked():
+                name, labels = NodeNamer(state, pool).next()
+                add_new_node(state, make_node(state, pool, name, labels))
+                for k, pod in unknown:
+                    if k in self.fits_empty:
+                        continue
+                    with state.forked():
+                        self.fits_empty[k] = (
+                            self.scheduler.schedule_pod(state, pod, [name]).node is not None
+                        )
+        return [pod for k, pod in zip(keys, pods, strict=True) if self.fits_empty[k]]
 
     def _estimate(self, pool: NodePool, new: NewNode, pods: list[Pod]) -> int:
         alloc = node_allocatable(new.node)
@@ -170,11 +176,11 @@ class ScaleUpPlanner:
             for r in self.apply(state, best):
                 if r.node and r.key in before:
                     plan.placed[r.key] = r.node
-            best.pods = sorted(
-                k
-                for k in before
-                if k in plan.placed and plan.placed[k] in {n.node.metadata.name for n in best.nodes}
-            )
+            names = {n.node.metadata.name for n in best.nodes}
+            best.pods = sorted(k for k in before if plan.placed.get(k) in names)
+            best.intended = {}
+            for k in best.pods:
+                best.intended.setdefault(plan.placed[k], []).append(k)
             plan.options.append(best)
             added[best.pool.metadata.name] = added.get(best.pool.metadata.name, 0) + len(best.nodes)
         return plan

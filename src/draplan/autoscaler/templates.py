@@ -74,8 +74,24 @@ def _template_from_node(
     return node, slices
 
 
+_MADE: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[NodePool, NewNode]] = {}
+
+
 def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
-    """One new node of `pool` called `name`, with extra (topology) labels."""
+    """One new node of `pool` called `name`, with extra (topology) labels. Planning forks stamp
+    out the same names again and again, so results are cached (the objects are immutable)."""
+    key = (id(pool), name, tuple(sorted(labels.items())))
+    hit = _MADE.get(key)
+    if hit is not None and hit[0] is pool and not pool.spec.from_node:
+        return hit[1]
+    new = _make_node(state, pool, name, labels)
+    if len(_MADE) > 65536:
+        _MADE.clear()
+    _MADE[key] = (pool, new)
+    return new
+
+
+def _make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
     if pool.spec.from_node:
         template, slice_specs = _template_from_node(state, pool)
     else:

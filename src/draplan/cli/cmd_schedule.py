@@ -12,7 +12,7 @@ from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import ClusterState, key_of
+from draplan.cluster.state import ClusterState
 from draplan.scheduler import PodResult, Scheduler, build_profile
 from draplan.sources import read_documents
 
@@ -43,38 +43,14 @@ def result_doc(r: PodResult) -> dict[str, Any]:
     }
 
 
-def manifests(results: list[PodResult], existing: set[tuple[str, str]]) -> list[dict[str, Any]]:
-    """What the scheduler would write: claims generated from templates (whole objects), status
-    patches for claims that exist (`kubectl patch --subresource=status`), and one v1 Binding
-    per pod, as kube-scheduler's DefaultBinder posts it."""
+def manifests(results: list[PodResult]) -> list[dict[str, Any]]:
+    """The bound Pods (spec.nodeName set) and their allocated ResourceClaims (status.allocation
+    and reservedFor), ready to apply."""
     out: list[dict[str, Any]] = []
     for r in results:
-        if not r.node:
-            continue
-        for claim in r.claims:
-            doc = encode(claim)
-            if key_of(claim) in existing:
-                doc = {
-                    "apiVersion": doc["apiVersion"],
-                    "kind": doc["kind"],
-                    "metadata": {
-                        "name": claim.metadata.name,
-                        "namespace": claim.metadata.namespace,
-                    },
-                    "status": doc.get("status", {}),
-                }
-            out.append(doc)
-        meta: dict[str, Any] = {"name": r.key[1], "namespace": r.key[0]}
-        if r.pod.metadata.uid:
-            meta["uid"] = r.pod.metadata.uid
-        out.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Binding",
-                "metadata": meta,
-                "target": {"apiVersion": "v1", "kind": "Node", "name": r.node},
-            }
-        )
+        if r.node:
+            out.append(encode(r.pod))
+            out.extend(encode(c) for c in r.claims)
     return out
 
 
@@ -98,7 +74,6 @@ def schedule(
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
     profile = build_profile(load_profile(profile_path))
     state = load_state(filenames)
-    existing = set(state.claims.keys())
     results = Scheduler(profile).run(state)
     scheduled = sum(1 for r in results if r.node)
     doc: dict[str, Any] = {
@@ -111,7 +86,7 @@ def schedule(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(manifests(results, existing))
+        emit_yaml(manifests(results))
     else:
         rows = [
             (

@@ -1,28 +1,120 @@
-"""Options and input loading shared by every command."""
+"""Options and input loading shared by every command.
+
+`filename_option()` gives a command `-f` and, with it, the live-cluster options (`--kubeconfig`,
+`--context`, `-n`, `-A`). Those are not passed to the command function: they are kept in the
+click context, where `load_input` / `load_state` find them, so a command only ever handles
+`filenames`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from draplan.api.meta import KubeStruct
 from draplan.cli.output import FORMATS
 from draplan.cluster.state import ClusterState
 from draplan.sources import load_objects
 
+if TYPE_CHECKING:
+    # The HTTP client costs ~0.4 s to import: only commands that read a cluster pay for it.
+    from draplan.sources.live import LiveOptions
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+_META_KEY = "draplan.input"
+
+
+@dataclass
+class InputSettings:
+    """Where a command's input comes from, as given on the command line."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    all_namespaces: bool = False
+    required: bool = True
+
+    @property
+    def live_requested(self) -> bool:
+        return bool(self.kubeconfig or self.context)
+
+    def live_options(self) -> LiveOptions:
+        from draplan.sources.live import LiveOptions
+
+        namespace = None if self.all_namespaces else self.namespace
+        return LiveOptions(kubeconfig=self.kubeconfig, context=self.context, namespace=namespace)
+
+
+def input_settings() -> InputSettings:
+    """The current command's input settings (defaults outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return InputSettings(required=False)  # library use: never a cluster unasked
+    settings = ctx.meta.setdefault(_META_KEY, InputSettings())
+    assert isinstance(settings, InputSettings)
+    return settings
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    setattr(input_settings(), str(param.name), value)
+    return value
+
+
+def _live_options() -> list[Callable[[F], F]]:
+    common: dict[str, Any] = {"expose_value": False, "callback": _remember}
+    return [
+        click.option(
+            "--kubeconfig",
+            metavar="PATH",
+            help="Read the cluster this kubeconfig points at (default: $KUBECONFIG, "
+            "~/.kube/config, in-cluster).",
+            **common,
+        ),
+        click.option("--context", metavar="NAME", help="The kubeconfig context to use.", **common),
+        click.option(
+            "-n",
+            "--namespace",
+            metavar="NAME",
+            help="Read namespaced objects of one namespace (ResourceClaims are always read in "
+            "all: their allocations occupy devices cluster-wide).",
+            **common,
+        ),
+        click.option(
+            "-A",
+            "--all-namespaces",
+            is_flag=True,
+            help="Read every namespace (the default; overrides -n).",
+            **common,
+        ),
+    ]
 
 
 def filename_option(required: bool = True) -> Callable[[F], F]:
-    return click.option(
-        "-f",
-        "--filename",
-        "filenames",
-        multiple=True,
-        required=required,
-        help="File, directory or - for stdin (repeatable).",
-    )
+    """`-f` plus the live-cluster options. With `required`, a command given neither `-f` nor
+    `--kubeconfig` / `--context` reads the default cluster, as kubectl does."""
+
+    def remember_required(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        input_settings().required = required
+        return value
+
+    def decorate(func: F) -> F:
+        for option in reversed(_live_options()):
+            func = option(func)
+        return click.option(
+            "-f",
+            "--filename",
+            "filenames",
+            multiple=True,
+            callback=remember_required,
+            help="File, directory or - for stdin (repeatable); with --kubeconfig, added to "
+            "what the cluster holds.",
+        )(func)
+
+    return decorate
 
 
 output_option = click.option(
@@ -30,6 +122,22 @@ output_option = click.option(
 )
 
 
-def load_state(filenames: tuple[str, ...]) -> ClusterState:
-    """The cluster snapshot described by the input files."""
-    return ClusterState.from_objects(load_objects(list(filenames)))
+def load_input(
+    filenames: tuple[str, ...], *, live: LiveOptions | None = None
+) -> list[tuple[KubeStruct, str]]:
+    """Objects from the files, then from the cluster when one is asked for (or when a command
+    that needs input got no file)."""
+    settings = input_settings()
+    objects = load_objects(list(filenames)) if filenames else []
+    if live is None and (settings.live_requested or (settings.required and not filenames)):
+        live = settings.live_options()
+    if live is not None:
+        from draplan.sources.live import read_cluster
+
+        objects.extend(read_cluster(live).objects)
+    return objects
+
+
+def load_state(filenames: tuple[str, ...], *, live: LiveOptions | None = None) -> ClusterState:
+    """The cluster snapshot described by the input files and/or the live cluster."""
+    return ClusterState.from_objects(load_input(filenames, live=live))

@@ -19,10 +19,9 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.common import filename_option, load_input, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
-from draplan.sources import load_objects
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -39,7 +38,7 @@ def cli() -> None:
 @output_option
 def validate(filenames: tuple[str, ...], output: str) -> None:
     """Load and validate objects; summarise what was read."""
-    objects = load_objects(list(filenames))
+    objects = load_input(filenames)
     state = ClusterState.from_objects(objects)
     kinds = Counter(
         f"{getattr(o, 'kind', '')} ({getattr(o, 'api_version', '')})" for o, _ in objects

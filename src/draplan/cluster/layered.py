@@ -75,6 +75,9 @@ class LayeredDict(Generic[K, V]):
             if value is not _DELETED:
                 yield key, value  # type: ignore[misc]
 
+    def __iter__(self) -> Iterator[K]:
+        return self.keys()
+
     def keys(self) -> Iterator[K]:
         return (k for k, _ in self.items())
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from draplan.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+
+_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 def requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
@@ -19,10 +23,9 @@ def requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool
     if op in ("Gt", "Lt"):
         if value is None:
             return False
-        try:
-            have, want = int(value), int(req.values[0])
-        except (ValueError, IndexError):
-            return False
+        if not req.values or not _INT.match(value) or not _INT.match(req.values[0]):
+            return False  # Go's strconv.ParseInt: no underscores, no spaces
+        have, want = int(value), int(req.values[0])
         return have > want if op == "Gt" else have < want
     return False
 

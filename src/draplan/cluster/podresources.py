@@ -23,6 +23,24 @@ def pod_requests(pod: Pod) -> Resources:
     return total
 
 
+# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what scoring assumes for a container
+# that requests nothing, so empty pods still spread or pack.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+NONZERO_CPU = "nonzero:cpu"  # node-ledger keys for the scoring sums (not real resources)
+NONZERO_MEMORY = "nonzero:memory"
+
+
+def nonzero_requests(pod: Pod) -> Resources:
+    """cpu and memory as kube-scheduler's scores see them (NonZeroRequested), in milli units."""
+    cpu = memory = 0
+    for container in pod.spec.containers:
+        req = container.resources.requests
+        cpu += req["cpu"].milli_value() if "cpu" in req else DEFAULT_MILLI_CPU
+        memory += req["memory"].milli_value() if "memory" in req else DEFAULT_MEMORY * 1000
+    return {NONZERO_CPU: cpu, NONZERO_MEMORY: memory}
+
+
 def node_allocatable(node: Node) -> Resources:
     """status.allocatable, falling back to capacity (as the kubelet reports either)."""
     source = node.status.allocatable or node.status.capacity

@@ -37,7 +37,7 @@ from draplan.cluster.devices import (
 )
 from draplan.cluster.layered import LayeredDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
-from draplan.cluster.podresources import Resources, is_terminal, pod_requests
+from draplan.cluster.podresources import Resources, is_terminal, nonzero_requests, pod_requests
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 
@@ -163,7 +163,7 @@ class ClusterState:
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
                 if obj.spec.node_name and not is_terminal(obj):
-                    state._add_usage(obj.spec.node_name, pod_requests(obj), +1)
+                    state._add_usage(obj.spec.node_name, _usage(obj), +1)
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -405,14 +405,14 @@ class ClusterState:
             pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
         )
         self.pods[key_of(pod)] = bound
-        self._add_usage(node_name, pod_requests(pod), +1)
+        self._add_usage(node_name, _usage(pod), +1)
         return bound
 
     def unbind_pod(self, pod: Pod) -> None:
         """Take a bound pod off its node (it stays in the state, pending)."""
         node_name = pod.spec.node_name
         if node_name:
-            self._add_usage(node_name, pod_requests(pod), -1)
+            self._add_usage(node_name, _usage(pod), -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
 
@@ -505,6 +505,11 @@ class ClusterState:
 
     def counter_used(self, pool_id: PoolID, ckey: CounterKey) -> int:
         return self.counters.get((pool_id, ckey)) or 0
+
+
+def _usage(pod: Pod) -> Resources:
+    """What a bound pod takes from its node: requests, and the non-zero sums scores use."""
+    return {**pod_requests(pod), **nonzero_requests(pod)}
 
 
 def visible(view: DeviceView, node: Node) -> bool:

@@ -7,7 +7,7 @@ import hashlib
 
 from draplan.api.core_v1 import Pod
 from draplan.api.meta import ObjectMeta, OwnerReference
-from draplan.api.resource_v1 import ResourceClaim
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.state import ClusterState
 
 # The API server's generateName alphabet (no vowels, no confusable digits).
@@ -77,7 +77,7 @@ def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
             labels=template.spec.metadata.labels,
             annotations={
                 **template.spec.metadata.annotations,
-                "resource.kubernetes.io/pod-claim-name": ref.name,
+                POD_CLAIM_ANNOTATION: ref.name,
             },
             owner_references=(owner,),
         )

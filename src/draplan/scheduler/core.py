@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from draplan.api.core_v1 import Pod, PodResourceClaimStatus
-from draplan.api.resource_v1 import ResourceClaim
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator
@@ -48,7 +48,9 @@ def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> b
         if claim.status.allocation is not None:
             claim_shapes.append(("allocated", key_of(claim), claim.status.allocation.node_selector))
         else:
-            claim_shapes.append(("pending", claim.spec))
+            # Claims generated from one template are interchangeable; named claims are not.
+            generated = POD_CLAIM_ANNOTATION in claim.metadata.annotations
+            claim_shapes.append(("pending", None if generated else key_of(claim), claim.spec))
     return msgspec.msgpack.encode(
         (
             sorted(requests.items()),
@@ -81,6 +83,10 @@ class Scheduler:
         claims = dra.claims if isinstance(dra, DraState) else []
         info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
         return info, cycle, status.with_plugin(DYNAMIC_RESOURCES)
+
+    def shape_of(self, state: ClusterState, pod: Pod) -> bytes:
+        """What makes pods interchangeable for scheduling (requests, selectors, claim specs)."""
+        return self._pre_filter(state, pod)[0].shape
 
     def evaluate(self, state: ClusterState, pod: Pod) -> tuple[Status, dict[str, Status]]:
         """PreFilter's status and every node's Filter status for `pod`, without binding it:
@@ -263,6 +269,12 @@ class Scheduler:
             if ok:
                 state.commit()
                 state.fork()
+        everywhere = [n for value in ranked for n in domains[value]]
+        for i, r in enumerate(results):
+            if not r.node:  # explain over every domain, not only the last one tried
+                with state.forked():
+                    reason = self.schedule_pod(state, r.pod, everywhere).reason
+                results[i] = PodResult(r.key, r.pod, reason=reason)
         return self._gang_outcome(gang, results, ok, total)
 
     # --- the queue -----------------------------------------------------------------------
@@ -294,10 +306,7 @@ class Scheduler:
 def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
     """Record generated claim names in status.resourceClaimStatuses, as the resourceclaim
     controller does."""
-    generated = {
-        c.metadata.annotations.get("resource.kubernetes.io/pod-claim-name"): c.metadata.name
-        for c in claims
-    }
+    generated = {c.metadata.annotations.get(POD_CLAIM_ANNOTATION): c.metadata.name for c in claims}
     statuses = [
         PodResourceClaimStatus(name=ref.name, resource_claim_name=generated[ref.name])
         for ref in pod.spec.resource_claims

@@ -44,7 +44,8 @@ def fit_error(total: int, statuses: dict[str, Status], sample: int = 3) -> FitRe
         codes[reason_code(status)] += 1
         if isinstance(status.detail, Reason) and len(allocator) < sample:
             allocator[node] = status.detail.to_dict()
-    parts = ", ".join(f"{n} {text}" for text, n in sorted(printed.items(), key=lambda kv: kv[0]))
+    # kube-scheduler sorts the whole "<count> <reason>" strings.
+    parts = ", ".join(sorted(f"{n} {text}" for text, n in printed.items()))
     message = (
         f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
     )

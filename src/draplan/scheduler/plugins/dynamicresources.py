@@ -40,6 +40,20 @@ class DraState:
     written: list[ResourceClaim] = field(default_factory=list)
 
 
+def _missing_class(state: ClusterState, claim: ResourceClaim) -> str:
+    """Upstream checks classes only for claims it still has to allocate."""
+    for req in claim.spec.devices.requests:
+        names = (
+            [req.exactly.device_class_name]
+            if req.exactly
+            else [s.device_class_name for s in req.first_available]
+        )
+        for cname in names:
+            if cname not in state.device_classes:
+                return f"request {req.name}: device class {cname} does not exist"
+    return ""
+
+
 class DynamicResources:
     name = DYNAMIC_RESOURCES
 
@@ -62,19 +76,10 @@ class DynamicResources:
             return unschedulable(str(err), resolvable=False)
         pending = []
         for claim in claims:
-            for req in claim.spec.devices.requests:
-                names = (
-                    [req.exactly.device_class_name]
-                    if req.exactly
-                    else [s.device_class_name for s in req.first_available]
-                )
-                for cname in names:
-                    if cname not in state.device_classes:
-                        return unschedulable(
-                            f"request {req.name}: device class {cname} does not exist",
-                            resolvable=False,
-                        )
             if claim.status.allocation is None:
+                missing = _missing_class(state, claim)
+                if missing:
+                    return unschedulable(missing, resolvable=False)
                 pending.append(claim)
                 continue
             reserved = claim.status.reserved_for

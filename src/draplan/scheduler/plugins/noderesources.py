@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Node
-from draplan.cluster.podresources import PODS, Resources, node_allocatable
+from draplan.cluster.podresources import (
+    NONZERO_CPU,
+    NONZERO_MEMORY,
+    PODS,
+    Resources,
+    node_allocatable,
+    nonzero_requests,
+)
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.framework import SUCCESS, CycleState, PodInfo, Status, unschedulable
 from draplan.scheduler.plugins.names import LEAST_ALLOCATED, MOST_ALLOCATED, NODE_RESOURCES_FIT
@@ -57,12 +64,13 @@ class NodeResourcesFit:
 def _fractions(state: ClusterState, pod: PodInfo, node: Node) -> list[float]:
     alloc = node_allocatable(node)
     used = state.requested(node.metadata.name)
+    mine = nonzero_requests(pod.pod)
     out = []
-    for name in SCORED:
+    for name, key in zip(SCORED, (NONZERO_CPU, NONZERO_MEMORY), strict=True):
         cap = alloc.get(name, 0)
         if cap <= 0:
             continue
-        out.append(min(1.0, (used.get(name, 0) + pod.requests.get(name, 0)) / cap))
+        out.append(min(1.0, (used.get(key, 0) + mine[key]) / cap))
     return out
 
 

@@ -1,0 +1,56 @@
+"""`draplan snapshot`: save what draplan reads as one `kind: List`, to run commands offline."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+import msgspec
+import yaml
+
+from draplan.api.codec import encode
+from draplan.cli.common import filename_option, load_input
+from draplan.cluster.state import ClusterState
+from draplan.sources.kuberedact import Redactor, scrub
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def snapshot_document(items: list[dict[str, Any]], *, redact: bool, key: str = "") -> Any:
+    """The `kind: List` of `items` (JSON form), with node and pod names redacted if asked."""
+    for item in items:
+        scrub(item)
+    if redact:
+        redactor = Redactor.for_objects(items, key)
+        items = [redactor.redact(item) for item in items]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+@click.command()
+@filename_option()
+@click.option(
+    "-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+)
+@click.option("--redact", is_flag=True, help="Replace node and pod names by stable pseudonyms.")
+@click.option(
+    "--redact-key",
+    envvar="DRAPLAN_REDACT_KEY",
+    default="",
+    metavar="TEXT",
+    help="Key of the pseudonyms: without one they are stable across runs, but a guessed "
+    "name can be confirmed. [env: DRAPLAN_REDACT_KEY]",
+)
+def snapshot(filenames: tuple[str, ...], output: str, redact: bool, redact_key: str) -> None:
+    """Save the cluster (or files) as a kind: List that every command reads with -f."""
+    objects = load_input(filenames)
+    # What cannot be loaded back (duplicates, bad selectors) is refused now, not later.
+    ClusterState.from_objects(objects)
+    doc = snapshot_document([encode(obj) for obj, _ in objects], redact=redact, key=redact_key)
+    if output == "json":
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+    else:
+        sys.stdout.write(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
+
+
+COMMANDS = [snapshot]

@@ -1,0 +1,261 @@
+"""What a simulation measures: time-weighted GPU allocation, idle and wasted capacity, partial
+gangs, pending times per workload class, and cost."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from draplan.api.core_v1 import Node
+from draplan.autoscaler.templates import POOL_LABEL
+from draplan.cluster.devices import Pool
+from draplan.cluster.state import ClusterState
+
+if TYPE_CHECKING:
+    from draplan.sim.engine import SimResult
+    from draplan.sim.workloads import Job
+
+ACCELERATOR_DRIVERS = ("gpu.nvidia.com", "gpu.example.com", "gpu.openb.alibaba")
+HOUR = 3600.0
+
+
+def _pool_gpus(state: ClusterState, pool: Pool) -> tuple[float, float]:
+    """(GPUs, GPUs in use) of one pool; a partitionable GPU (counter set) counts once, used as
+    much as its most used counter."""
+    if pool.counters:
+        sets: dict[str, float] = {}
+        for (cset, cname), total in pool.counters.items():
+            used = state.counter_used(pool.id, (cset, cname)) / total if total else 0.0
+            sets[cset] = max(sets.get(cset, 0.0), used)
+        return float(len(sets)), sum(sets.values())
+    used = 0.0
+    for v in pool.devices:
+        if state.in_use(v.id):
+            used += 1
+        elif (share := state.shared_use(v.id)) is not None:
+            used += max(
+                (share.consumed.get(k, 0) / c for k, c in v.capacity.items() if c), default=1.0
+            )
+    return float(len(pool.devices)), used
+
+
+def node_gpus(state: ClusterState, node: Node) -> tuple[float, float]:
+    total = used = 0.0
+    for pool in state.pools_for_node(node):
+        if pool.id[0] in ACCELERATOR_DRIVERS and pool.id[1] == node.metadata.name:
+            t, u = _pool_gpus(state, pool)
+            total += t
+            used += u
+    return total, used
+
+
+@dataclass
+class NodeLife:
+    name: str
+    pool: str
+    price: float
+    added: float
+    initial: bool
+    intended: list[tuple[str, str]] = field(default_factory=list)
+    removed: float | None = None
+    hosted: set[tuple[str, str]] = field(default_factory=set)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+class Recorder:
+    def __init__(self, state: ClusterState, sample_every: float = 60.0) -> None:
+        self.state = state
+        self.sample_every = sample_every
+        self.last = 0.0
+        self.lives: list[NodeLife] = []  # every node ever, in order (names can come back)
+        self.nodes: dict[str, NodeLife] = {}  # the current life of each present node
+        self.arrived: dict[str, float] = {}
+        self.start: dict[str, float] = {}
+        self.kind: dict[str, str] = {}
+        self.totals = {
+            "gpuSeconds": 0.0,
+            "allocatedGpuSeconds": 0.0,
+            "idleProvisioned": 0.0,
+            "partialGang": 0.0,
+            "stranded": 0.0,
+            "cost": 0.0,
+        }
+        self.series: dict[str, list[tuple[float, float]]] = {
+            "gpuAllocationPercent": [],
+            "pendingPods": [],
+            "nodes": [],
+            "costPerHour": [],
+        }
+        self.occupancy: dict[str, list[tuple[float, float]]] = {}
+        self.next_sample = 0.0
+        self.gang_pods: dict[tuple[str, str], str] = {}
+
+    # --- events --------------------------------------------------------------------------
+
+    def node_added(
+        self,
+        name: str,
+        node: Node,
+        t: float,
+        *,
+        initial: bool = False,
+        pool: str = "",
+        intended: list[tuple[str, str]] | None = None,
+    ) -> None:
+        pool = pool or node.metadata.labels.get(POOL_LABEL, "")
+        np = self.state.node_pools.get(pool)
+        price = float(np.spec.price_per_hour) if np is not None else 0.0
+        life = NodeLife(name, pool, price, t, initial, list(intended or []))
+        self.lives.append(life)
+        self.nodes[name] = life
+
+    def node_removed(self, name: str, t: float) -> None:
+        self.nodes.pop(name).removed = t
+
+    def pod_bound(self, key: tuple[str, str], node: str, t: float) -> None:
+        if node in self.nodes:
+            self.nodes[node].hosted.add(key)
+
+    def job_arrived(self, job: Job, t: float) -> None:
+        self.arrived[job.name] = t
+        self.kind[job.name] = job.kind
+        if len(job.pods) > 1:
+            for key in job.pods:
+                self.gang_pods[key] = job.name
+
+    def job_started(self, job: Job, t: float) -> None:
+        self.start[job.name] = t
+
+    def job_finished(self, job: Job, t: float) -> None:
+        for key in job.pods:
+            self.gang_pods.pop(key, None)
+
+    # --- integration ---------------------------------------------------------------------
+
+    def advance(self, t: float) -> None:
+        dt = t - self.last
+        if dt <= 0 and t > 0:
+            return
+        state = self.state
+        total = used = idle_new = 0.0
+        per_node: dict[str, float] = {}
+        for name, node in state.nodes.items():
+            g, u = node_gpus(state, node)
+            total += g
+            used += u
+            per_node[name] = u / g if g else 0.0
+            life = self.nodes.get(name)
+            if life is not None and not life.initial:
+                idle_new += g - u
+            if life is not None:
+                self.totals["cost"] += life.price * dt / HOUR
+        pending = [p for p in state.pods.values() if not p.spec.node_name]
+        held = 0.0
+        for key, job in self.gang_pods.items():
+            pod = state.pods.get(key)
+            if pod is not None and pod.spec.node_name and job not in self.start:
+                held += _pod_devices(state, pod)
+        self.totals["gpuSeconds"] += total * dt
+        self.totals["allocatedGpuSeconds"] += used * dt
+        self.totals["idleProvisioned"] += idle_new * dt
+        self.totals["partialGang"] += held * dt
+        if pending:
+            self.totals["stranded"] += (total - used) * dt
+        self.last = t
+        if t >= self.next_sample:
+            self.next_sample = t + self.sample_every
+            self.series["gpuAllocationPercent"].append((t, 100.0 * used / total if total else 0))
+            self.series["pendingPods"].append((t, float(len(pending))))
+            self.series["nodes"].append((t, float(len(state.nodes))))
+            self.series["costPerHour"].append(
+                (t, sum(self.nodes[n].price for n in state.nodes if n in self.nodes))
+            )
+            for name, frac in per_node.items():
+                self.occupancy.setdefault(name, []).append((t, frac))
+
+    def result(self, policy: str, end: float, jobs: dict[str, Job], started: set[str]) -> SimResult:
+        from draplan.sim.engine import SimResult
+
+        waits: dict[str, list[float]] = {}
+        job_rows = []
+        for name, job in sorted(jobs.items()):
+            arrived = self.arrived.get(name)
+            if arrived is None:
+                continue
+            began = self.start.get(name)
+            wait = (began if began is not None else end) - arrived
+            waits.setdefault(job.kind, []).append(wait)
+            job_rows.append(
+                {
+                    "job": name,
+                    "class": job.kind,
+                    "arrival": arrived,
+                    "start": began,
+                    "devices": job.devices,
+                }
+            )
+        wasted = [
+            n
+            for n in self.lives
+            if not n.initial and n.intended and not (set(n.intended) & n.hosted)
+        ]
+        wasted_hours = sum(
+            ((n.removed if n.removed is not None else end) - n.added) / HOUR for n in wasted
+        )
+        tot = self.totals
+        totals = {
+            "jobs": len(job_rows),
+            "jobsStarted": len(started),
+            "pendingSeconds": {
+                k: {
+                    "p50": round(percentile(v, 0.5), 1),
+                    "p95": round(percentile(v, 0.95), 1),
+                    "p99": round(percentile(v, 0.99), 1),
+                }
+                for k, v in sorted(waits.items())
+            },
+            "gpuAllocationPercent": round(100 * tot["allocatedGpuSeconds"] / tot["gpuSeconds"], 2)
+            if tot["gpuSeconds"]
+            else 0.0,
+            "idleGpuHoursProvisioned": round(tot["idleProvisioned"] / HOUR, 2),
+            "wastedNodes": len(wasted),
+            "wastedNodeHours": round(wasted_hours, 2),
+            "partialGangGpuHours": round(tot["partialGang"] / HOUR, 2),
+            "strandedGpuHours": round(tot["stranded"] / HOUR, 2),
+            "nodesAdded": sum(1 for n in self.lives if not n.initial),
+            "cost": round(tot["cost"], 2),
+            "simulatedHours": round(end / HOUR, 2),
+        }
+        nodes = [
+            {
+                "node": n.name,
+                "pool": n.pool,
+                "added": n.added,
+                "removed": n.removed,
+                "wasted": n in wasted,
+            }
+            for n in self.lives
+        ]
+        return SimResult(policy, totals, self.series, job_rows, nodes, self.occupancy)
+
+
+def _pod_devices(state: ClusterState, pod: Any) -> float:
+    n = 0.0
+    for status in pod.status.resource_claim_statuses:
+        claim = state.claims.get((pod.metadata.namespace, status.resource_claim_name or ""))
+        if claim is not None and claim.status.allocation is not None:
+            n += sum(
+                1
+                for r in claim.status.allocation.devices.results
+                if r.driver in ACCELERATOR_DRIVERS
+            )
+    return n

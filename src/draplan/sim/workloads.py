@@ -1,0 +1,201 @@
+"""Workloads: jobs (pods, claim templates, gang objects) with arrival times and run times."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from draplan.api.codec import decode
+from draplan.api.meta import KubeStruct
+from draplan.sim.calibration import sample_runtime
+
+TOPOLOGY_KEY = "nvidia.com/gpu.clique"
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # simulated time 0
+
+
+def timestamp(seconds: float) -> str:
+    return (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of work: it starts when all its pods run, and ends `duration` seconds later."""
+
+    name: str
+    kind: str  # workload class, for per-class metrics
+    arrival: float
+    duration: float
+    objects: tuple[KubeStruct, ...]
+    pods: tuple[tuple[str, str], ...]
+    devices: int
+
+
+@dataclass(frozen=True)
+class Mix:
+    """The synthetic AI mix: how many jobs, how fast they come, what they ask for."""
+
+    jobs: int = 40
+    arrivals_per_hour: float = 30.0
+    training: float = 0.25
+    finetune: float = 0.35
+    inference: float = 0.40
+    time_compression: float = 4.0  # run times are divided by this (a demo must be short)
+    namespace: str = "ml"
+    gpu_class: str = "gpu.nvidia.com"
+    mig_class: str = "mig.nvidia.com"
+    nic_class: str = "rdma.dra.net"
+    mig_profile: str = "1g.10gb"
+    training_product: str = "NVIDIA H100"
+
+
+def _template(
+    ns: str,
+    name: str,
+    requests: list[dict[str, Any]],
+    constraints: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": requests}
+    if constraints:
+        devices["constraints"] = constraints
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"spec": {"devices": devices}},
+    }
+
+
+def _pod(
+    ns: str, name: str, template: str, cpu: str, created: float, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"uid-{name}",
+            "creationTimestamp": timestamp(created),
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "resources": {
+                        "requests": {"cpu": cpu, "memory": "32Gi"},
+                        "claims": [{"name": "dev"}],
+                    },
+                }
+            ],
+            "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
+            **(extra or {}),
+        },
+    }
+
+
+def _training(
+    mix: Mix, name: str, t: float, rng: random.Random
+) -> tuple[list[dict[str, Any]], int]:
+    ns = mix.namespace
+    size = rng.choice((2, 2, 3, 4))
+    product = (
+        f"device.attributes['{mix.gpu_class}'].productName.startsWith('{mix.training_product}')"
+    )
+    docs: list[dict[str, Any]] = [
+        _template(
+            ns,
+            f"{name}-8gpu",
+            [
+                {
+                    "name": "gpus",
+                    "exactly": {
+                        "deviceClassName": mix.gpu_class,
+                        "count": 8,
+                        "selectors": [{"cel": {"expression": product}}],
+                    },
+                }
+            ],
+        ),
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "schedulingPolicy": {"gang": {"minCount": size}},
+                "schedulingConstraints": {"topology": [{"key": TOPOLOGY_KEY}]},
+            },
+        },
+    ]
+    docs += [
+        _pod(
+            ns, f"{name}-{i}", f"{name}-8gpu", "16", t, {"schedulingGroup": {"podGroupName": name}}
+        )
+        for i in range(size)
+    ]
+    return docs, 8 * size
+
+
+def _finetune(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]:
+    ns = mix.namespace
+    tmpl = _template(
+        ns,
+        f"{name}-gpus-nic",
+        [
+            {"name": "gpus", "exactly": {"deviceClassName": mix.gpu_class, "count": 4}},
+            {"name": "nic", "exactly": {"deviceClassName": mix.nic_class}},
+        ],
+        [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}],
+    )
+    return [tmpl, _pod(ns, name, f"{name}-gpus-nic", "8", t)], 4
+
+
+def _inference(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]:
+    ns = mix.namespace
+    sel = f"device.attributes['gpu.nvidia.com'].profile == '{mix.mig_profile}'"
+    tmpl = _template(
+        ns,
+        f"{name}-mig",
+        [
+            {
+                "name": "mig",
+                "exactly": {
+                    "deviceClassName": mix.mig_class,
+                    "selectors": [{"cel": {"expression": sel}}],
+                },
+            }
+        ],
+    )
+    return [tmpl, _pod(ns, name, f"{name}-mig", "2", t)], 1
+
+
+def synthetic(mix: Mix, seed: int) -> list[Job]:
+    """Training gangs in one NVLink clique, fine-tuning with 4 GPUs and an RDMA NIC on one PCIe
+    root, and inference on MIG slices; Poisson arrivals; Philly run times (long for training,
+    short for inference)."""
+    rng = random.Random(seed)
+    jobs = []
+    t = 0.0
+    kinds = ("training", "finetune", "inference")
+    weights = (mix.training, mix.finetune, mix.inference)
+    # Each class draws its run time from its own part of the Philly distribution.
+    bands = {"training": (0.6, 0.95), "finetune": (0.4, 0.85), "inference": (0.1, 0.7)}
+    for i in range(mix.jobs):
+        t += rng.expovariate(mix.arrivals_per_hour / 3600.0)
+        kind = rng.choices(kinds, weights)[0]
+        name = f"{kind[:5]}-{i:04d}"
+        if kind == "training":
+            docs, devices = _training(mix, name, t, rng)
+        elif kind == "finetune":
+            docs, devices = _finetune(mix, name, t)
+        else:
+            docs, devices = _inference(mix, name, t)
+        low, high = bands[kind]
+        duration = max(60.0, sample_runtime(rng, low, high) / mix.time_compression)
+        objects = tuple(decode(d, source="<synthetic>") for d in docs)
+        pods = tuple(
+            (d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "Pod"
+        )
+        jobs.append(Job(name, kind, round(t, 3), round(duration, 3), objects, pods, devices))
+    return jobs

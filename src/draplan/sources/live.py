@@ -1,0 +1,297 @@
+"""Read a live cluster: discover what is served, list it read-only, decode it like a file.
+
+Objects come out exactly as `files.load_objects` gives them (typed, validated, paired with
+where they came from), older resource.k8s.io versions converted to v1, so every command works
+the same on a cluster and on a snapshot of it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from draplan.api.codec import decode
+from draplan.api.errors import BadInput
+from draplan.api.meta import KubeStruct
+from draplan.sources.files import _gc_paused
+from draplan.sources.kubeclient import Access, Connection, PageCallback, connect
+from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
+from draplan.sources.kubeconvert import VERSIONS as RESOURCE_VERSIONS
+from draplan.sources.kubeconvert import to_v1
+from draplan.sources.kuberedact import scrub
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One kind draplan reads, and the versions it can read it from (preferred first)."""
+
+    group: str
+    kind: str
+    plural: str
+    versions: tuple[str, ...]
+    namespaced: bool = False
+    # Read in every namespace even with -n: allocations occupy devices cluster-wide.
+    cluster_wide: bool = False
+    field_selector: str = ""
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource(RESOURCE_GROUP, "DeviceClass", "deviceclasses", RESOURCE_VERSIONS),
+    Resource(RESOURCE_GROUP, "ResourceSlice", "resourceslices", RESOURCE_VERSIONS),
+    Resource(
+        RESOURCE_GROUP,
+        "ResourceClaim",
+        "resourceclaims",
+        RESOURCE_VERSIONS,
+        namespaced=True,
+        cluster_wide=True,
+    ),
+    Resource(
+        RESOURCE_GROUP,
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        RESOURCE_VERSIONS,
+        namespaced=True,
+    ),
+    Resource("", "Node", "nodes", ("v1",)),
+    # Finished pods hold nothing; leaving them out is most of a big cluster's pod list.
+    Resource(
+        "",
+        "Pod",
+        "pods",
+        ("v1",),
+        namespaced=True,
+        field_selector="status.phase!=Succeeded,status.phase!=Failed",
+    ),
+    Resource("", "PodTemplate", "podtemplates", ("v1",), namespaced=True),
+    Resource("scheduling.k8s.io", "PriorityClass", "priorityclasses", ("v1",)),
+    Resource(
+        "scheduling.k8s.io", "Workload", "workloads", ("v1alpha2", "v1alpha1"), namespaced=True
+    ),
+    Resource("scheduling.k8s.io", "PodGroup", "podgroups", ("v1alpha2",), namespaced=True),
+    Resource("scheduling.x-k8s.io", "PodGroup", "podgroups", ("v1alpha1",), namespaced=True),
+    Resource(
+        "autoscaling.x-k8s.io",
+        "ProvisioningRequest",
+        "provisioningrequests",
+        ("v1",),
+        namespaced=True,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """Where and what to read; `namespace=None` reads all namespaces."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    page_size: int = 500
+    progress: bool | None = None  # None: only when stderr is a terminal
+    timeout: float = 60.0
+
+
+@dataclass
+class LiveRead:
+    """What was read, and how."""
+
+    objects: list[tuple[KubeStruct, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)  # group -> first version read
+    requests: int = 0
+    seconds: float = 0.0
+
+
+def _stderr_notice(message: str) -> None:
+    sys.stderr.write(f"notice: {message}\n")
+
+
+class _Discovery:
+    """Which versions and resources the server serves, one request per group and version."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._groups: dict[str, list[str] | None] = {"": ["v1"]}
+        self._resources: dict[str, set[str] | None] = {}
+
+    def versions(self, group: str) -> list[str] | None:
+        if group not in self._groups:
+            path = f"/apis/{group}"
+            doc = self._conn.get_json(path, Access("get", url=path))
+            versions = doc.get("versions") if isinstance(doc, dict) else None
+            self._groups[group] = (
+                [str(v.get("version")) for v in versions if isinstance(v, dict)]
+                if isinstance(versions, list)
+                else None
+            )
+        return self._groups[group]
+
+    def resources(self, group: str, version: str) -> set[str]:
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        if path not in self._resources:
+            doc = self._conn.get_json(path, Access("get", url=path))
+            entries = doc.get("resources") if isinstance(doc, dict) else None
+            self._resources[path] = {
+                str(r.get("name"))
+                for r in entries or ()
+                if isinstance(r, dict) and "list" in (r.get("verbs") or ["list"])
+            }
+        return self._resources[path] or set()
+
+    def pick(self, res: Resource) -> str | None:
+        """The first version of `res` draplan reads that the server serves, if any."""
+        if not res.group:
+            return res.versions[0]  # the core API is always there
+        served = self.versions(res.group) or []
+        for version in res.versions:
+            if version in served and res.plural in self.resources(res.group, version):
+                return version
+        return None
+
+
+class _Bar:
+    """A progress bar on stderr, started only once a list turns out to span several pages."""
+
+    def __init__(self, enabled: bool | None, page_size: int) -> None:
+        console = Console(stderr=True)
+        self._enabled = console.is_terminal if enabled is None else enabled
+        self._console = console
+        self._page_size = page_size
+        self._progress: Progress | None = None
+
+    def tracker(self, label: str) -> PageCallback | None:
+        if not self._enabled:
+            return None
+        task: list[Any] = []
+
+        def on_page(done: int, total: int | None) -> None:
+            if not task and (total or 0) <= done and done < self._page_size:
+                return  # one page: nothing worth a bar
+            if self._progress is None:
+                self._progress = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    console=self._console,
+                    transient=True,
+                )
+                self._progress.start()
+            if not task:
+                task.append(self._progress.add_task(label, total=total))
+            self._progress.update(task[0], completed=done, total=total)
+
+        return on_page
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+@contextmanager
+def _bar(enabled: bool | None, page_size: int) -> Iterator[_Bar]:
+    bar = _Bar(enabled, page_size)
+    try:
+        yield bar
+    finally:
+        bar.stop()
+
+
+def _list_path(res: Resource, version: str, namespace: str | None) -> str:
+    base = f"/apis/{res.group}/{version}" if res.group else f"/api/{version}"
+    if namespace:
+        return f"{base}/namespaces/{namespace}/{res.plural}"
+    return f"{base}/{res.plural}"
+
+
+def _plural(kind: str) -> str:
+    return kind + ("es" if kind.endswith("s") else "s")
+
+
+def _group_notices(missing: dict[str, list[str]], disc: _Discovery) -> list[str]:
+    notes = []
+    for group, kinds in missing.items():
+        names = ", ".join(_plural(k) for k in kinds)
+        if disc.versions(group) is None:
+            notes.append(f"API group {group} is not served: no {names} read")
+        else:
+            notes.append(f"{group} serves no version draplan reads for {names}: none read")
+    return notes
+
+
+def _read_one(
+    conn: Connection,
+    res: Resource,
+    version: str,
+    options: LiveOptions,
+    on_page: PageCallback | None,
+) -> list[tuple[KubeStruct, str]] | None:
+    namespace = None if res.cluster_wide or not res.namespaced else options.namespace
+    path = _list_path(res, version, namespace)
+    access = Access("list", res.plural, res.group, namespace or "", namespaced=res.namespaced)
+    params = {"fieldSelector": res.field_selector} if res.field_selector else None
+    items = conn.list_items(path, access, params, page_size=options.page_size, on_page=on_page)
+    if items is None:
+        return None
+    api_version = f"{res.group}/{version}" if res.group else version
+    source = f"{conn.server}{path}"
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise BadInput("a list item is not an object", source=source)
+        # List items carry no apiVersion and kind of their own.
+        item["apiVersion"] = api_version
+        item["kind"] = res.kind
+        scrub(item)
+        if res.group == RESOURCE_GROUP:
+            item = to_v1(item, version)
+        out.append((decode(item, source=source), source))
+    return out
+
+
+def read_cluster(
+    options: LiveOptions, notify: Callable[[str], None] | None = _stderr_notice
+) -> LiveRead:
+    """Everything draplan reads from the cluster `options` points at; notices go to `notify`."""
+    start = time.perf_counter()
+    result = LiveRead()
+    with connect(options.kubeconfig, options.context, timeout=options.timeout) as conn:
+        disc = _Discovery(conn)
+        missing: dict[str, list[str]] = {}
+        plan: list[tuple[Resource, str]] = []
+        for res in RESOURCES:
+            version = disc.pick(res)
+            if version is None:
+                missing.setdefault(res.group, []).append(res.kind)
+            else:
+                plan.append((res, version))
+                result.versions.setdefault(res.group, version)
+        result.notices.extend(_group_notices(missing, disc))
+        old = result.versions.get(RESOURCE_GROUP, "v1")
+        if old != "v1":
+            result.notices.append(
+                f"{RESOURCE_GROUP} is served as {old}, not v1: its objects were converted to v1"
+            )
+        with _gc_paused(), _bar(options.progress, options.page_size) as bar:
+            for res, version in plan:
+                read = _read_one(conn, res, version, options, bar.tracker(_plural(res.kind)))
+                if read is None:  # listed in discovery, gone by now
+                    result.notices.append(f"{res.group}/{version} {res.plural}: not found")
+                    continue
+                result.objects.extend(read)
+                key = f"{res.kind} ({res.group}/{version})" if res.group else res.kind
+                result.counts[key] = result.counts.get(key, 0) + len(read)
+        result.requests = conn.requests
+    result.seconds = time.perf_counter() - start
+    if notify is not None:
+        for note in result.notices:
+            notify(note)
+    return result

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("bench_load.py", "bench_cel.py", "bench_allocator.py")
+BENCHES = (
+    "bench_load.py",
+    "bench_cel.py",
+    "bench_allocator.py",
+    "bench_scheduler.py",
+    "bench_autoscaler.py",
+    "bench_audit.py",
+)
 
 
 def main() -> int:

@@ -346,6 +346,32 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         "metadata": {"name": "train-0", "namespace": "ml", "uid": "u-1"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
     },
+    ("draplan.io/v1alpha1", "Scenario"): {
+        "metadata": {**META, "name": "demo"},
+        "spec": {
+            "seed": 7,
+            "policies": ["legacy", "dra+gang-atomic"],
+            "horizonSeconds": 3600.0,
+            "workload": {
+                "synthetic": {"jobs": 12, "arrivalsPerHour": 20.0},
+                "jobs": [
+                    {
+                        "name": "j1",
+                        "arrivalSeconds": 5.0,
+                        "durationSeconds": 60.0,
+                        "workloadClass": "training",
+                        "objects": [
+                            {
+                                "apiVersion": "v1",
+                                "kind": "Pod",
+                                "metadata": {"name": "p", "namespace": "default"},
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+    },
     ("draplan.io/v1alpha1", "SchedulerProfile"): {
         "metadata": {**META, "name": "gpu-packing"},
         "spec": {

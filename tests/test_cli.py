@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from draplan import __version__
@@ -125,10 +126,17 @@ def test_unknown_node_is_bad_input(run_cli: Any) -> None:
     assert len(result.err.strip().splitlines()) == 1
 
 
-def test_demo_runs(run_cli: Any) -> None:
+def test_demo_runs_and_writes_its_report(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     result = run_cli("demo")
     assert result.code == 0, result.err
-    assert "ml/train-0" in result.out
+    for policy in ("legacy", "dra", "dra+gang-atomic"):
+        assert policy in result.out
+    html = (tmp_path / "draplan-demo-report.html").read_text()
+    assert html.startswith("<!doctype html>") and "<svg" in html
+    assert (tmp_path / "draplan-demo-report.md").read_text().startswith("# draplan simulation")
 
 
 def test_kubectl_plugin_entry_point() -> None:

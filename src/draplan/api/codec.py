@@ -34,6 +34,7 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("autoscaling.x-k8s.io/v1", "ProvisioningRequest"): autoscaling.ProvisioningRequest,
     ("draplan.io/v1alpha1", "NodePool"): draplan_v1alpha1.NodePool,
     ("draplan.io/v1alpha1", "SchedulerProfile"): draplan_v1alpha1.SchedulerProfile,
+    ("draplan.io/v1alpha1", "Scenario"): draplan_v1alpha1.Scenario,
 }
 
 _PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)

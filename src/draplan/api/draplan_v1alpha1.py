@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from draplan.api.core_v1 import NodeSpec, NodeStatus
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.resource_v1 import ResourceSliceSpec
@@ -67,3 +69,48 @@ class SchedulerProfile(KubeStruct, frozen=True):
     kind: str = "SchedulerProfile"
     metadata: ObjectMeta = ObjectMeta()
     spec: SchedulerProfileSpec = SchedulerProfileSpec()
+
+
+class SyntheticWorkload(KubeStruct, frozen=True):
+    """The synthetic AI mix (draplan.sim.workloads.Mix)."""
+
+    jobs: int = 40
+    arrivals_per_hour: float = 30.0
+    training: float = 0.25
+    finetune: float = 0.35
+    inference: float = 0.40
+    time_compression: float = 4.0
+    namespace: str = "ml"
+
+
+class ScenarioJob(KubeStruct, frozen=True):
+    """A job given in YAML: its pods and claim templates (and gang objects) as objects."""
+
+    name: str
+    arrival_seconds: float
+    duration_seconds: float
+    workload_class: str = "batch"
+    objects: tuple[dict[str, Any], ...] = ()
+
+
+class ScenarioWorkload(KubeStruct, frozen=True):
+    synthetic: SyntheticWorkload | None = None
+    jobs: tuple[ScenarioJob, ...] = ()
+
+
+class ScenarioSpec(KubeStruct, frozen=True):
+    seed: int = 42
+    policies: tuple[str, ...] = ("legacy", "dra", "dra+gang-atomic")
+    autoscaler_interval_seconds: float = 10.0
+    scale_down_unneeded_seconds: float = 600.0
+    horizon_seconds: float | None = None
+    workload: ScenarioWorkload = ScenarioWorkload()
+
+
+class Scenario(KubeStruct, frozen=True):
+    """A simulation: the workload and settings; the cluster comes from the other objects."""
+
+    api_version: str = "draplan.io/v1alpha1"
+    kind: str = "Scenario"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ScenarioSpec = ScenarioSpec()

@@ -12,6 +12,7 @@ from draplan.api.core_v1 import Container, Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool, NodeTemplate, NodeTemplateMeta
 from draplan.api.meta import KubeStruct
 from draplan.api.quantity import Quantity
+from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
 from draplan.api.resource_v1 import DeviceClass, ResourceClaim
 from draplan.api.scheduling import (
     CoschedulingPodGroup,
@@ -26,8 +27,6 @@ from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 from draplan.scheduler.gangs import COSCHEDULING_LABEL, KUEUE_GROUP_LABEL
 
-# The name Kubernetes gives a DeviceClass's implicit extended resource (DRAExtendedResource).
-EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 GANG_KINDS = (WorkloadV1Alpha1, WorkloadV1Alpha2, PodGroupV1Alpha2, CoschedulingPodGroup)
 
 

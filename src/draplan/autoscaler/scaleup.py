@@ -5,17 +5,20 @@ its own: what fits is what the scheduler places."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
 from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Scheduler
+from draplan.scheduler.claims import ClaimNotFound, pod_claims, requested_devices
+from draplan.scheduler.gangs import find_gangs
 
 
 @dataclass
@@ -46,7 +49,23 @@ def _room(state: ClusterState, pool: NodePool, added: dict[str, int]) -> int:
 
 
 def _devices(new: NewNode) -> int:
-    return sum(len(rs.spec.devices) for rs in new.slices)
+    return sum(len(rs.spec.devices) for rs in new.slices) + _counted_devices(new.node)
+
+
+def _counted_devices(node: Node) -> int:
+    """Devices a node advertises as extended resource counts (the legacy view has no slices)."""
+    alloc = node.status.allocatable or node.status.capacity
+    return sum(q.value() for k, q in alloc.items() if k.startswith(EXTENDED_PREFIX))
+
+
+def _template_devices(state: ClusterState, pool: NodePool) -> int:
+    return _devices(make_node(state, pool, f"{pool.metadata.name}-template", {}))
+
+
+def _node_devices(state: ClusterState, node: Node) -> int:
+    name = node.metadata.name
+    local = sum(1 for p in state.pools_for_node(node) for v in p.devices if v.node_name == name)
+    return local + _counted_devices(node)
 
 
 class ScaleUpPlanner:
@@ -116,7 +135,7 @@ class ScaleUpPlanner:
                     new = make_node(state, pool, name, labels)
                     add_new_node(state, new)
                     nodes.append(new)
-                for r in self.scheduler.run(state):
+                for r in self.scheduler.run(state, only=wanted, order=self.order(state)):
                     if r.node and r.key in wanted:
                         placed[r.key] = r.node
                 left = wanted - placed.keys()
@@ -134,25 +153,54 @@ class ScaleUpPlanner:
             )
         return option
 
-    def _within_limits(self, option: Option, plan: ScaleUp, state: ClusterState) -> bool:
+    def _limit_room(self, state: ClusterState, pool: NodePool, plan: ScaleUp) -> int:
+        """How many nodes of `pool` the cluster-wide limits still allow: Cluster Autoscaler
+        caps a scale-up at the limit instead of dropping it."""
+        room = 1 << 30
         lim = self.limits
-        if lim.max_nodes_total is not None and (
-            len(state.nodes) + len(option.nodes) > lim.max_nodes_total
-        ):
-            return False
-        if lim.max_devices_total is not None:
-            existing = sum(len(rs.spec.devices) for rs in state.slices.values())
-            if existing + option.devices > lim.max_devices_total:
-                return False
-        return lim.max_cost_per_hour is None or (
-            plan.cost_per_hour + option.cost_per_hour <= lim.max_cost_per_hour
-        )
+        if lim.max_nodes_total is not None:
+            room = min(room, lim.max_nodes_total - len(state.nodes))
+        per_node = _template_devices(state, pool)
+        if lim.max_devices_total is not None and per_node:
+            existing = sum(_node_devices(state, n) for n in state.nodes.values())
+            room = min(room, (lim.max_devices_total - existing) // per_node)
+        price = float(pool.spec.price_per_hour)
+        if lim.max_cost_per_hour is not None and price > 0:
+            room = min(room, int((lim.max_cost_per_hour - plan.cost_per_hour) // price))
+        return max(0, room)
 
     def apply(self, state: ClusterState, option: Option) -> list[PodResult]:
         """Add the option's nodes to `state` and schedule onto them (the plan's state)."""
         for new in option.nodes:
             add_new_node(state, new)
-        return self.scheduler.run(state)
+        return self.scheduler.run(state, order=self.order(state))
+
+    def order(self, state: ClusterState) -> Callable[[Pod], tuple[int, int, int, str, str]]:
+        """Cluster Autoscaler's estimator packs the biggest pods first (DecreasingPodOrderer);
+        here size counts devices too, and a gang's members share the gang's total size."""
+        sizes: dict[ObjectKey, tuple[int, int]] = {}
+        for pkey, pod in state.pods.items():
+            if pod.spec.node_name:
+                continue
+            try:
+                devices = requested_devices(pod_claims(state, pod))
+            except ClaimNotFound:
+                devices = 0
+            sizes[pkey] = (devices, pod_requests(pod).get("cpu", 0))
+        gangs = find_gangs(state)
+        totals: dict[tuple[str, ...], tuple[int, int]] = {}
+        for pkey, gang in gangs.items():
+            d, c = totals.get(gang.key, (0, 0))
+            dd, cc = sizes.get(pkey, (0, 0))
+            totals[gang.key] = (d + dd, c + cc)
+
+        def key(pod: Pod) -> tuple[int, int, int, str, str]:
+            k = key_of(pod)
+            gang = gangs.get(k)
+            d, c = totals[gang.key] if gang is not None else sizes.get(k, (0, 0))
+            return (-d, -c, 0 if gang is not None else 1, k[0], k[1])
+
+        return key
 
     def plan(self, state: ClusterState) -> ScaleUp:
         """Mutates `state` into the planned cluster: new nodes added, pods placed."""
@@ -166,8 +214,9 @@ class ScaleUpPlanner:
                 break
             options = []
             for pool in self.pools:
-                option = self.simulate(state, pool, _room(state, pool, added), pods)
-                if option is not None and option.pods and self._within_limits(option, plan, state):
+                room = min(_room(state, pool, added), self._limit_room(state, pool, plan))
+                option = self.simulate(state, pool, room, pods)
+                if option is not None and option.pods:
                     options.append(option)
             if not options:
                 break

@@ -1,63 +1,53 @@
-"""`draplan demo`: the built-in example AI cluster, validated, summarised, and each pending
-pod's claims tried on every node with the allocator."""
+"""`draplan demo`: the seed's story on a built-in AI cluster, simulated under the three
+autoscaler policies; prints the comparison and writes an HTML report."""
 
 from __future__ import annotations
 
-from collections import Counter
 from importlib import resources
 
-from draplan.allocator import Options, allocate
+import click
+
+from draplan.api.draplan_v1alpha1 import (
+    Scenario,
+    ScenarioSpec,
+    ScenarioWorkload,
+    SyntheticWorkload,
+)
 from draplan.api.meta import ObjectMeta
-from draplan.api.resource_v1 import ResourceClaim
-from draplan.cli.output import emit_table
-from draplan.cluster.state import ClusterState
-from draplan.sources import load_objects
+from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
+from draplan.sim.compare import compare
+from draplan.sim.demo import demo_objects
+from draplan.sim.scenario import build_input
 
 EXAMPLE = "ai-cluster.yaml"
+REPORT = "draplan-demo-report.html"
+SUMMARY = "draplan-demo-report.md"
 
 
 def example_path() -> str:
+    """A static example cluster with pending pods (for `validate`, `schedule`, `why`)."""
     return str(resources.files("draplan.examples").joinpath(EXAMPLE))
 
 
-def run_demo() -> None:
-    path = example_path()
-    state = ClusterState.from_objects(load_objects([path]))
-    devices: Counter[str] = Counter()
-    for rs in state.slices.values():
-        devices[rs.spec.driver] += len(rs.spec.devices)
-    emit_table(
-        f"built-in example cluster ({path})",
-        ["NODES", "PODS", "SLICES", "DEVICES"],
-        [
-            (
-                len(state.nodes),
-                len(state.pods),
-                len(state.slices),
-                ", ".join(f"{n} {d}" for d, n in sorted(devices.items())),
-            )
-        ],
+def demo_scenario(jobs: int = 30, seed: int = 42) -> Scenario:
+    workload = ScenarioWorkload(synthetic=SyntheticWorkload(jobs=jobs))
+    return Scenario(
+        metadata=ObjectMeta(name="ai-cluster-demo"), spec=ScenarioSpec(seed=seed, workload=workload)
     )
-    rows = []
-    for (ns, name), pod in sorted(state.pods.items()):
-        claims = []
-        for ref in pod.spec.resource_claims:
-            tmpl = state.claim_templates[(ns, ref.resource_claim_template_name or "")]
-            meta = ObjectMeta(name=f"{name}-{ref.name}", namespace=ns)
-            claims.append(ResourceClaim(metadata=meta, spec=tmpl.spec.spec))
-        fits, reasons = [], Counter[str]()
-        for node_name, node in sorted(state.nodes.items()):
-            outcome = allocate(state, node, claims, Options())
-            if outcome.ok:
-                fits.append(node_name)
-            elif outcome.reason is not None:
-                reasons[outcome.reason.code] += 1
-        why = ", ".join(f"{n} {code}" for code, n in sorted(reasons.items()))
-        rows.append(
-            (f"{ns}/{name}", len(fits), ", ".join(fits[:3]) + (" …" if len(fits) > 3 else ""), why)
-        )
-    emit_table(
-        "where each pending pod's device claims fit (DRA allocator, per node)",
-        ["POD", "NODES THAT FIT", "EXAMPLES", "OTHER NODES"],
-        rows,
+
+
+def run_demo(report: str = REPORT, summary: str = SUMMARY) -> None:
+    sim = build_input([(o, "<demo>") for o in demo_objects()] + [(demo_scenario(), "<demo>")])
+    click.echo(
+        "An AI cluster grown from node pools: 8-GPU NVLink H100 nodes (racks of 4), "
+        "cheap PCIe nodes (NICs on 2 of 4 PCIe roots), PCIe-switch nodes (4 GPUs + NIC "
+        "per root), MIG-partitionable A100 nodes; "
+        f"{len(sim.jobs)} jobs: training gangs in one NVLink rack, fine-tuning with 4 "
+        "GPUs + RDMA NIC on one PCIe root, inference on MIG slices.\n"
     )
+    horizon = max(j.arrival for j in sim.jobs) * 2
+    with progress_bar(horizon) as tick:
+        results = compare(sim, None, tick)
+    emit_results(sim.name, results, "table")
+    write_reports(sim.name, results, report, summary)
+    click.echo(f"\nwrote {report} and {summary}")

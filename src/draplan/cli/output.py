@@ -28,4 +28,4 @@ def emit_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]
         table.add_column(h)
     for row in rows:
         table.add_row(*(str(c) for c in row))
-    Console(width=max(100, Console().width), soft_wrap=True).print(table)
+    Console(width=max(160, Console().width), soft_wrap=True).print(table)

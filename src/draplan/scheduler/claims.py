@@ -83,3 +83,15 @@ def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
         )
         out.append(ResourceClaim(metadata=meta, spec=template.spec.spec))
     return out
+
+
+def requested_devices(claims: list[ResourceClaim]) -> int:
+    """Devices the claims ask for (ExactCount counts; the first alternative of a prioritized
+    list; `All` as one): a pod's size for ordering and reports."""
+    n = 0
+    for claim in claims:
+        for req in claim.spec.devices.requests:
+            spec = req.exactly or (req.first_available[0] if req.first_available else None)
+            if spec is not None:
+                n += spec.count or 1
+    return n

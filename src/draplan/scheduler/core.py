@@ -7,7 +7,9 @@ Preemption is out of scope.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -279,12 +281,22 @@ class Scheduler:
 
     # --- the queue -----------------------------------------------------------------------
 
-    def run(self, state: ClusterState) -> list[PodResult]:
-        """Schedule every pending pod in queue order; gangs as units."""
+    def run(
+        self,
+        state: ClusterState,
+        only: set[ObjectKey] | None = None,
+        order: Callable[[Pod], Any] | None = None,
+    ) -> list[PodResult]:
+        """Schedule every pending pod (or those in `only`) in queue order, or in `order` (the
+        autoscaler's estimator packs big pods first); gangs as units."""
         classes, default = priority_table(state)
         gangs = find_gangs(state) if self.gangs else {}
-        pending = [p for p in state.pods.values() if not p.spec.node_name and not is_terminal(p)]
-        pending.sort(key=lambda p: sort_key(p, classes, default))
+        pending = [
+            p
+            for p in state.pods.values()
+            if not p.spec.node_name and not is_terminal(p) and (only is None or key_of(p) in only)
+        ]
+        pending.sort(key=order or (lambda p: sort_key(p, classes, default)))
         results: list[PodResult] = []
         done: set[tuple[str, ...]] = set()
         for pod in pending:

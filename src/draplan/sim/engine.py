@@ -74,11 +74,21 @@ class Simulation:
     def _push(self, t: float, kind: int, data: Any) -> None:
         heapq.heappush(self.events, (t, kind, next(self.seq), data))
 
+    def default_horizon(self) -> float:
+        """Long enough for every job to run twice over after the last arrival; a policy that
+        thrashes (adds, idles, removes, re-adds nodes) would otherwise never stop."""
+        jobs = list(self.jobs.values())
+        if not jobs:
+            return 0.0
+        return max(j.arrival for j in jobs) + 2 * max(j.duration for j in jobs) + 3600.0
+
     def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
         horizon = self.config.horizon
+        if horizon is None:
+            horizon = self.default_horizon()
         while self.events:
             t, kind, _, data = heapq.heappop(self.events)
-            if horizon is not None and t > horizon:
+            if t > horizon:
                 break
             self.rec.advance(t)
             self.now = t
@@ -94,7 +104,7 @@ class Simulation:
                 progress(t)
             if self._done() and kind != ARRIVE:
                 break
-        end = horizon if horizon is not None else self.now
+        end = min(horizon, self.now) if self._done() else horizon
         self.rec.advance(end)
         return self.rec.result(self.config.policy, end, self.jobs, self.started)
 
@@ -153,8 +163,13 @@ class Simulation:
             self._scale_up()
         self.dirty = False
         self._scale_down()
-        if not self._done():
+        if not self._done() and not self._stuck():
             self._push(self.now + self.config.autoscaler_interval, TICK, None)
+
+    def _stuck(self) -> bool:
+        """Nothing left that could change the cluster: no arrival, completion or node on its
+        way, no node waiting to be scaled down. Pending pods then pend forever."""
+        return not self.events and not self.upcoming and not self.unneeded_since
 
     def _scale_up(self) -> None:
         pending = sorted(key_of(p) for p in self._pending())

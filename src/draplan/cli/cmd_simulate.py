@@ -1,0 +1,215 @@
+"""`draplan simulate`, `draplan report` and `draplan sweep`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from draplan.api.errors import BadInput
+from draplan.cli.common import filename_option, output_option
+from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.report import html_report, markdown_summary
+from draplan.report.table import headers, pending_rows, rows
+from draplan.sim import POLICIES, SimResult
+from draplan.sim.compare import compare, from_dict, to_dict
+from draplan.sim.scenario import SimInput, build_input
+from draplan.sources import load_objects
+
+
+def parse_policies(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    policies = [p.strip() for p in text.split(",") if p.strip()]
+    for p in policies:
+        if p not in POLICIES:
+            raise BadInput(f"unknown policy {p!r}; one of {', '.join(POLICIES)}", path="--policies")
+    return policies
+
+
+def parse_seeds(text: str) -> list[int]:
+    """ "42-45" or "1,5,9"."""
+    try:
+        if "-" in text:
+            lo, hi = text.split("-", 1)
+            return list(range(int(lo), int(hi) + 1))
+        return [int(s) for s in text.split(",")]
+    except ValueError:
+        raise BadInput(f"invalid seeds {text!r}: use 42-51 or 1,2,3", path="--seeds") from None
+
+
+@contextmanager
+def progress_bar(total: float) -> Iterator[Any]:
+    """A progress bar on a terminal only (stderr); a no-op callback otherwise."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("simulating", total=total)
+
+        def update(policy: str, t: float) -> None:
+            bar.update(task, description=f"simulating {policy}", completed=min(t, total))
+
+        yield update
+
+
+def write_reports(
+    name: str, results: list[SimResult], html: str | None, markdown: str | None
+) -> None:
+    if html:
+        Path(html).write_text(html_report(name, results), encoding="utf-8")
+    if markdown:
+        Path(markdown).write_text(markdown_summary(name, results), encoding="utf-8")
+
+
+def emit_results(name: str, results: list[SimResult], output: str) -> None:
+    doc = {"scenario": name, "results": [to_dict(r) for r in results]}
+    if output == "json":
+        emit_json(doc)
+    elif output == "yaml":
+        emit_yaml([doc])
+    else:
+        emit_table(f"simulation {name}", headers(), rows(results))
+        emit_table(
+            "pending time (seconds)",
+            ["POLICY", "CLASS", "P50", "P95", "P99"],
+            pending_rows(results),
+        )
+
+
+def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
+    sim = build_input(load_objects(list(filenames)))
+    if seed is not None:
+        import msgspec
+
+        spec = msgspec.structs.replace(sim.scenario.spec, seed=seed)
+        scenario = msgspec.structs.replace(sim.scenario, spec=spec)
+        sim = build_input([(o, "") for o in sim.cluster] + [(scenario, "")])
+    return sim
+
+
+@click.command("simulate")
+@filename_option()
+@click.option("--policies", help=f"Comma-separated subset of {', '.join(POLICIES)}.")
+@click.option("--seed", type=int, help="Override the Scenario's seed.")
+@click.option("--report", "html", help="Also write the HTML report to this file.")
+@click.option("--markdown", help="Also write a Markdown summary to this file.")
+@output_option
+def simulate_cmd(
+    filenames: tuple[str, ...],
+    policies: str | None,
+    seed: int | None,
+    html: str | None,
+    markdown: str | None,
+    output: str,
+) -> None:
+    """Replay a workload on a cluster under autoscaler policies; compare them."""
+    sim = load_input(filenames, seed)
+    horizon = sim.scenario.spec.horizon_seconds or max(j.arrival for j in sim.jobs) * 2
+    with progress_bar(horizon) as tick:
+        results = compare(sim, parse_policies(policies), tick)
+    write_reports(sim.name, results, html, markdown)
+    emit_results(sim.name, results, output)
+
+
+@click.command("report")
+@click.option("--input", "input_path", required=True, help="JSON from `draplan simulate -o json`.")
+@click.option("--html", default="draplan-report.html", show_default=True)
+@click.option("--markdown", help="Also write a Markdown summary.")
+def report_cmd(input_path: str, html: str, markdown: str | None) -> None:
+    """Turn simulation results into a self-contained HTML report (and Markdown)."""
+    try:
+        doc = json.loads(Path(input_path).read_text(encoding="utf-8"))
+        results = [from_dict(r) for r in doc["results"]]
+        name = str(doc.get("scenario", "simulation"))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise BadInput(
+            f"not a `draplan simulate -o json` result: {err}", source=input_path
+        ) from None
+    write_reports(name, results, html, markdown)
+    click.echo(f"wrote {html}" + (f" and {markdown}" if markdown else ""))
+
+
+def _one(args: tuple[tuple[str, ...], int, str]) -> dict[str, Any]:
+    filenames, seed, policy = args
+    sim = load_input(filenames, seed)
+    result = compare(sim, [policy])[0]
+    return {
+        "seed": seed,
+        "policy": policy,
+        **{k: v for k, v in result.totals.items() if k != "pendingSeconds"},
+    }
+
+
+@click.command("sweep")
+@filename_option()
+@click.option("--seeds", default="42-45", show_default=True)
+@click.option("--policies", help=f"Comma-separated subset of {', '.join(POLICIES)}.")
+@click.option("-j", "--jobs", "workers", type=int, default=0, help="Processes (0: all cores).")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="dask needs the draplan[dask] extra.",
+)
+@output_option
+def sweep_cmd(
+    filenames: tuple[str, ...],
+    seeds: str,
+    policies: str | None,
+    workers: int,
+    executor: str,
+    output: str,
+) -> None:
+    """Many runs (seeds × policies), in parallel processes or on a Dask cluster."""
+    seed_list = parse_seeds(seeds)
+    base = load_input(filenames, None)
+    policy_list = parse_policies(policies) or list(base.scenario.spec.policies)
+    tasks = [(filenames, s, p) for s in seed_list for p in policy_list]
+    if executor == "dask":
+        rows_ = _dask_map(tasks, workers)
+    else:
+        with ProcessPoolExecutor(max_workers=workers or None) as pool:
+            rows_ = list(pool.map(_one, tasks))
+    if output == "json":
+        emit_json({"runs": rows_})
+    elif output == "yaml":
+        emit_yaml([{"runs": rows_}])
+    else:
+        keys = [
+            "seed",
+            "policy",
+            "nodesAdded",
+            "wastedNodes",
+            "partialGangGpuHours",
+            "gpuAllocationPercent",
+            "cost",
+        ]
+        emit_table(f"sweep: {len(rows_)} runs", keys, [[r[k] for k in keys] for r in rows_])
+
+
+def _dask_map(tasks: list[tuple[tuple[str, ...], int, str]], workers: int) -> list[dict[str, Any]]:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise BadInput(
+            "--executor dask needs Dask: pip install 'draplan[dask]'", path="--executor"
+        ) from None
+    # Dask's API is untyped; keep it to these few lines.
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
+        return list(client.gather(client.map(_one, tasks)))
+
+
+COMMANDS = [simulate_cmd, report_cmd, sweep_cmd]

@@ -1,0 +1,235 @@
+"""Plan a migration: every pod site planned first (bad input stops it before any output),
+then each file's text rewritten."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from draplan.api.codec import KINDS, decode
+from draplan.api.core_v1 import Node, Pod
+from draplan.api.errors import BadInput
+from draplan.api.meta import KubeStruct
+from draplan.api.resource_v1 import DeviceClass, ResourceClaimTemplate, ResourceSlice
+from draplan.migrate.check import CheckRow, CheckStep
+from draplan.migrate.edits import Edit, Path, get
+from draplan.migrate.inputs import SourceFile, objects_of, read_files
+from draplan.migrate.mapping import Mapping, load_mapping
+from draplan.migrate.needs import Need, pod_needs
+from draplan.migrate.render import FileResult, render_files
+from draplan.migrate.rewrite import claim_name, pod_edits
+from draplan.migrate.shapes import MAX_DEVICES_PER_CLAIM, ClaimShape, RequestShape, request_shapes
+from draplan.migrate.sites import PodSite, dotted, pod_sites
+from draplan.migrate.templates import TemplateResult, Templates
+from draplan.migrate.topology import Decision, Topology, pod_node_filter
+
+TOPOLOGY_MODES = ("auto", "none")
+# Kinds read as the cluster's state.
+_CLUSTER_KINDS = {"Node", "ResourceSlice", "DeviceClass", "ResourceClaimTemplate"}
+
+
+@dataclass
+class SiteResult:
+    """One pod spec that asked for device-plugin resources, and what it became."""
+
+    source: str
+    kind: str
+    namespace: str
+    name: str
+    site: PodSite
+    needs: tuple[Need, ...]
+    shape: ClaimShape | None  # None when only zero counts were removed
+    template: str
+    decision: Decision
+    notes: tuple[str, ...]
+    location: tuple[int, int, Path]  # file, chunk, object path in the document
+    edits: list[Edit] = field(default_factory=list)
+    original: dict[str, Any] = field(default_factory=dict)
+    migrated: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return site_label(self.kind, self.namespace, self.name, self.site)
+
+
+def site_label(kind: str, namespace: str, name: str, site: PodSite) -> str:
+    """`Kind ns/name`, with the template's path unless it is the usual `spec.template`."""
+    ns = f"{namespace}/" if namespace else ""
+    path = site.template
+    where = f" {path}" if path not in ("", "spec.template") else ""
+    return f"{kind} {ns}{name}{where}"
+
+
+@dataclass
+class Migration:
+    """Everything `draplan migrate` reports and prints."""
+
+    files: list[FileResult]
+    sites: list[SiteResult]
+    templates: list[TemplateResult]
+    cluster: list[tuple[KubeStruct, str]]
+    checks: list[CheckRow] = field(default_factory=list)
+
+    def pods(self) -> Iterator[tuple[SiteResult, Pod, Pod]]:
+        """Each site as a typed Pod before and after, validated (for checks and tests)."""
+        for site in self.sites:
+            yield site, _as_pod(site, site.original), _as_pod(site, site.migrated)
+
+
+def _as_pod(site: SiteResult, spec: dict[str, Any]) -> Pod:
+    meta = {"name": site.name or "pod", **({"namespace": site.namespace} if site.namespace else {})}
+    pod = decode({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    assert isinstance(pod, Pod)
+    return pod
+
+
+def migrate(
+    paths: Sequence[str],
+    *,
+    mapping_file: str | None = None,
+    topology: str = "auto",
+    check: CheckStep | None = None,
+    cluster: Sequence[tuple[KubeStruct, str]] = (),
+) -> Migration:
+    """Read, plan and rewrite; raises BadInput before producing anything. `cluster` adds
+    objects read elsewhere (a live cluster) to the files' Nodes, slices and classes."""
+    if topology not in TOPOLOGY_MODES:
+        raise BadInput(f"unsupported value {topology!r}: auto or none", path="--topology")
+    files = read_files(paths)
+    kinds = ResourceSlice | Node | DeviceClass | ResourceClaimTemplate
+    cluster = [*_cluster_objects(files), *((o, s) for o, s in cluster if isinstance(o, kinds))]
+    classes = [o for o, _ in cluster if isinstance(o, DeviceClass)]
+    mapping = load_mapping(mapping_file).with_classes(classes)
+    topo = Topology(cluster) if topology == "auto" else None
+    existing = [o for o, _ in cluster if isinstance(o, ResourceClaimTemplate)]
+    planner = _Planner(mapping, topo, Templates(existing))
+    for f, file in enumerate(files):
+        for c, chunk in enumerate(file.chunks):
+            for prefix, obj in objects_of(chunk.data):
+                planner.plan_object(file.source, (f, c, prefix), obj)
+    out = render_files(files, planner.sites, planner.templates.results)
+    migration = Migration(out, planner.sites, planner.templates.results, cluster)
+    if check is not None:
+        migration.checks = check(migration)
+    return migration
+
+
+def _cluster_objects(files: Sequence[SourceFile]) -> list[tuple[KubeStruct, str]]:
+    out = []
+    for file in files:
+        for chunk in file.chunks:
+            for _, obj in objects_of(chunk.data):
+                kind, version = obj.get("kind"), obj.get("apiVersion")
+                if kind in _CLUSTER_KINDS and (version, kind) in KINDS:
+                    out.append((decode(obj, source=file.source), file.source))
+    return out
+
+
+class _Planner:
+    def __init__(self, mapping: Mapping, topology: Topology | None, templates: Templates):
+        self.mapping = mapping
+        self.topology = topology
+        self.templates = templates
+        self.sites: list[SiteResult] = []
+        self._decisions: dict[tuple[object, ...], Decision] = {}
+
+    def plan_object(
+        self, source: str, location: tuple[int, int, Path], obj: dict[str, Any]
+    ) -> None:
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        kind, name = str(obj.get("kind", "")), str(meta.get("name", ""))
+        namespace = str(meta.get("namespace", "") or "")
+        for site in pod_sites(obj):
+            try:
+                result = self._plan_site(source, location, obj, site, kind, namespace, name)
+            except BadInput as err:
+                raise err.located(source=source, kind=kind, name=name) from None
+            if result is not None:
+                self.sites.append(result)
+
+    def _plan_site(
+        self,
+        source: str,
+        location: tuple[int, int, Path],
+        obj: dict[str, Any],
+        site: PodSite,
+        kind: str,
+        namespace: str,
+        name: str,
+    ) -> SiteResult | None:
+        spec = get(obj, site.path)
+        where = dotted(site.path)
+        needs = pod_needs(spec, self.mapping, where)
+        if not needs:
+            return None
+        requests = request_shapes(needs)
+        total = sum(r.count for r in requests)
+        if total > MAX_DEVICES_PER_CLAIM:
+            raise BadInput(
+                f"the pod asks for {total} devices; a ResourceClaim holds at most "
+                f"{MAX_DEVICES_PER_CLAIM}",
+                path=where,
+            )
+        shape: ClaimShape | None = None
+        template = claim = ""
+        if requests:
+            decision = self._decide(spec, where, requests)
+            shape = ClaimShape(requests, decision.attribute)
+            label = site_label(kind, namespace, name, site)
+            template = self.templates.assign(namespace, shape, label, location)
+            claim = claim_name(spec, requests)
+        else:
+            decision = Decision(None, "only zero counts: removed")
+        spec_path = (*location[2], *site.path)
+        return SiteResult(
+            source=source,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            site=site,
+            needs=tuple(needs),
+            shape=shape,
+            template=template,
+            decision=decision,
+            notes=tuple(_notes(needs)),
+            location=location,
+            edits=pod_edits(spec_path, spec, needs, requests, claim, template),
+        )
+
+    def _decide(
+        self, spec: dict[str, Any], where: str, requests: Sequence[RequestShape]
+    ) -> Decision:
+        if self.topology is None:
+            return Decision(None, "--topology none")
+        if self.topology.has_node_objects:
+            node_filter, scope = pod_node_filter(spec, where)
+            if node_filter is not None:
+                return self.topology.decide(requests, node_filter, scope)
+        key = tuple((r.device_class, r.selectors, r.count, r.topology) for r in requests)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = self.topology.decide(requests)
+        return decision
+
+
+def _notes(needs: Sequence[Need]) -> Iterator[str]:
+    seen: set[str] = set()
+    for note in _all_notes(needs):
+        if note not in seen:
+            seen.add(note)
+            yield note
+
+
+def _all_notes(needs: Sequence[Need]) -> Iterator[str]:
+    for need in needs:
+        if need.count == 0:
+            yield f"{need.container}: {need.resource} 0 removed"
+        elif need.field == "initContainers":
+            yield (
+                f"init container {need.container} gets devices of its own "
+                "(the device plugin let app containers reuse them)"
+            )
+        if need.rule.origin != "built-in" and need.count:
+            yield f"{need.resource} -> {need.rule.device_class} ({need.rule.origin})"

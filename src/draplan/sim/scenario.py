@@ -1,0 +1,97 @@
+"""A simulation input: the cluster objects, a Scenario (workload and settings), and the jobs it
+stands for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from draplan.api.codec import decode
+from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import Scenario, ScenarioJob, SyntheticWorkload
+from draplan.api.errors import BadInput
+from draplan.api.meta import KubeStruct
+from draplan.cluster.state import key_of
+from draplan.sim.engine import POLICIES
+from draplan.sim.workloads import Job, Mix, synthetic
+
+
+@dataclass(frozen=True)
+class SimInput:
+    name: str
+    cluster: list[KubeStruct]
+    jobs: list[Job]
+    scenario: Scenario
+
+
+def _mix(w: SyntheticWorkload) -> Mix:
+    return Mix(
+        jobs=w.jobs,
+        arrivals_per_hour=w.arrivals_per_hour,
+        training=w.training,
+        finetune=w.finetune,
+        inference=w.inference,
+        time_compression=w.time_compression,
+        namespace=w.namespace,
+    )
+
+
+def _yaml_job(job: ScenarioJob, index: int, source: str) -> Job:
+    objects = []
+    for k, doc in enumerate(job.objects):
+        try:
+            objects.append(decode(doc, source=source))
+        except BadInput as err:
+            raise err.located(
+                kind="Scenario", path_prefix=f"spec.workload.jobs[{index}].objects[{k}]"
+            ) from None
+    pods = tuple(key_of(o) for o in objects if isinstance(o, Pod))
+    if not pods:
+        raise BadInput(
+            "a job needs at least one Pod",
+            source=source,
+            kind="Scenario",
+            path=f"spec.workload.jobs[{index}].objects",
+        )
+    return Job(
+        job.name,
+        job.workload_class,
+        job.arrival_seconds,
+        job.duration_seconds,
+        tuple(objects),
+        pods,
+        0,
+    )
+
+
+def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
+    """Split the loaded objects into the cluster and one Scenario, and make its jobs."""
+    scenarios = [(o, src) for o, src in objects if isinstance(o, Scenario)]
+    if len(scenarios) != 1:
+        raise BadInput(f"expected exactly one draplan.io/v1alpha1 Scenario, found {len(scenarios)}")
+    scenario, source = scenarios[0]
+    assert isinstance(scenario, Scenario)
+    for i, policy in enumerate(scenario.spec.policies):
+        if policy not in POLICIES:
+            raise BadInput(
+                f"unknown policy {policy!r}; one of {', '.join(POLICIES)}",
+                source=source,
+                kind="Scenario",
+                name=scenario.metadata.name,
+                path=f"spec.policies[{i}]",
+            )
+    cluster = [o for o, _ in objects if not isinstance(o, Scenario)]
+    workload = scenario.spec.workload
+    jobs: list[Job] = []
+    if workload.synthetic is not None:
+        jobs.extend(synthetic(_mix(workload.synthetic), scenario.spec.seed))
+    jobs.extend(_yaml_job(j, i, source) for i, j in enumerate(workload.jobs))
+    if not jobs:
+        raise BadInput(
+            "the workload is empty",
+            source=source,
+            kind="Scenario",
+            name=scenario.metadata.name,
+            path="spec.workload",
+        )
+    jobs.sort(key=lambda j: (j.arrival, j.name))
+    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario)

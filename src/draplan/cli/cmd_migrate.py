@@ -24,6 +24,7 @@ from draplan.migrate.report import (
     summary,
     template_rows,
 )
+from draplan.migrate.scheduled import scheduler_check
 
 OUTPUTS = ("table", "yaml", "diff")
 
@@ -43,9 +44,14 @@ OUTPUTS = ("table", "yaml", "diff")
     show_default=True,
     help="auto: align multi-GPU pods on a PCIe root or NUMA node when the slices allow it.",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Schedule the original and the migrated pods on the given cluster and compare.",
+)
 @click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
 def migrate(
-    filenames: tuple[str, ...], mapping_file: str | None, topology: str, output: str
+    filenames: tuple[str, ...], mapping_file: str | None, topology: str, check: bool, output: str
 ) -> None:
     """Rewrite device-plugin requests (nvidia.com/gpu, MIG, mapped) into DRA claims.
 
@@ -60,7 +66,11 @@ def migrate(
     # Only the cluster comes from the server: the manifests are always the files.
     cluster = load_input((), live=settings.live_options()) if settings.live_requested else []
     result = run_migration(
-        list(filenames), mapping_file=mapping_file, topology=topology, cluster=cluster
+        list(filenames),
+        mapping_file=mapping_file,
+        topology=topology,
+        cluster=cluster,
+        check=scheduler_check if check else None,
     )
     if output == "yaml":
         sys.stdout.write(manifests(result))

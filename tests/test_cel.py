@@ -447,26 +447,28 @@ def test_compiled_programs_are_cached() -> None:
     assert compile_selector("true") is not first
 
 
-def test_results_are_cached_per_expression_and_device_key() -> None:
+def test_results_are_cached_per_expression_and_device_object() -> None:
     attributes: dict[str, int | bool | str | SemverValue] = {"model": "A100"}
     device = make_device(attributes=attributes)
     selector = compile_selector('device.attributes["gpu.example.com"].model == "A100"')
     assert selector.matches(device) is True
-    # Devices are static in a snapshot: the cached answer wins until the caches are cleared.
+    # A device object is immutable in a snapshot: its cached answer wins until cleared.
     attributes["model"] = "H100"
     assert selector.matches(device) is True
-    assert selector.matches(make_device(attributes=attributes)) is True  # same key
-    assert selector.matches(make_device("gpu-1", attributes=attributes)) is False
+    # A republished device (same driver/pool/name, new attributes) is a new object: no stale
+    # answer leaks from the cache.
+    assert selector.matches(make_device(attributes=attributes)) is False
     clear_caches()
     assert compile_selector(selector.expression).matches(device) is False
 
 
 def test_runtime_errors_are_cached_too() -> None:
     selector = compile_selector('device.attributes["gpu.example.com"].nope == 1')
+    device = make_device()
     with pytest.raises(CelRuntimeError) as first:
-        selector.matches(make_device())
+        selector.matches(device)
     with pytest.raises(CelRuntimeError) as second:
-        selector.matches(make_device())
+        selector.matches(device)
     assert first.value is second.value
 
 

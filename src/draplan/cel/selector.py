@@ -33,10 +33,12 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r"\s*\[[A-Z_]+\]$")
 _MISSING_KEY = re.compile(r"Key not found in map : (['\"])(.*)\1$")
 
-_results: dict[tuple[str, tuple[str, str, str]], bool | CelRuntimeError] = {}
+# Caches are keyed by the CelDevice object, not its (driver, pool, name): a republished device
+# with new attributes is a new object. The entry keeps the object so its id is never reused.
+_results: dict[tuple[str, int], tuple[CelDevice, bool | CelRuntimeError]] = {}
 # Per device, its CEL input as an Activation: converting the input costs more than evaluating
 # a typical selector, so it is done once per device and shared by all selectors.
-_activations: dict[tuple[str, str, str], cel.Activation | CelRuntimeError] = {}
+_activations: dict[int, tuple[CelDevice, cel.Activation | CelRuntimeError]] = {}
 
 
 def _new_env() -> cel.Env:
@@ -72,16 +74,18 @@ class Selector:
 
     def matches(self, device: CelDevice) -> bool:
         """Whether the device is selected; raises CelRuntimeError (also cached)."""
-        cache_key = (self.expression, device.key)
-        outcome = _results.get(cache_key)
-        if outcome is None:
+        cache_key = (self.expression, id(device))
+        hit = _results.get(cache_key)
+        if hit is not None and hit[0] is device:
+            outcome = hit[1]
+        else:
             try:
                 outcome = self._evaluate(device)
             except CelRuntimeError as err:
                 outcome = err
             if len(_results) >= _MAX_CACHED:
                 _results.clear()
-            _results[cache_key] = outcome
+            _results[cache_key] = (device, outcome)
         if isinstance(outcome, CelRuntimeError):
             raise outcome.with_traceback(None)  # reused: keep its traceback from growing
         return outcome
@@ -135,15 +139,17 @@ class Selector:
 
 
 def _activation_for(device: CelDevice, expression: str) -> cel.Activation:
-    found = _activations.get(device.key)
-    if found is None:
+    hit = _activations.get(id(device))
+    if hit is not None and hit[0] is device:
+        found = hit[1]
+    else:
         try:
             found = _ENV.Activation({"device": device_data(device)})
         except ValueError as err:
             found = CelRuntimeError(expression, f"device {'/'.join(device.key)}: {err}")
         if len(_activations) >= _MAX_CACHED:
             _activations.clear()
-        _activations[device.key] = found
+        _activations[id(device)] = (device, found)
     if isinstance(found, CelRuntimeError):
         raise CelRuntimeError(expression, found.message)
     return found

@@ -537,12 +537,6 @@ def test_yaml_target_sizes_per_pool(run_cli: Any, tmp_path: Path, legacy: bool) 
     assert sizes == {"big": "1", "small": "4"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MISSING (issue 6 §7): -o yaml should write a ProvisioningRequest and its PodTemplates "
-    "for each gang the plan serves; for scenario (b) with 4 nodes per domain it writes only the "
-    "NodePool with its target size",
-)
 def test_yaml_writes_a_provisioning_request_for_each_gang(run_cli: Any, tmp_path: Path) -> None:
     docs = _yaml_docs(run_cli, tmp_path, scenario_gang(per_domain=4))
     kinds = {d["kind"] for d in docs}

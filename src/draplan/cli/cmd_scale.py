@@ -5,21 +5,84 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import msgspec
 
+from draplan.api.autoscaling import (
+    BEST_EFFORT_ATOMIC,
+    PodSet,
+    PodTemplateRef,
+    ProvisioningRequest,
+    ProvisioningRequestSpec,
+)
 from draplan.api.codec import encode
+from draplan.api.core_v1 import PodTemplate, PodTemplateSpec
+from draplan.api.meta import ObjectMeta
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
 from draplan.autoscaler.provreq import with_status
 from draplan.cli.cmd_schedule import load_profile
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cluster.state import ClusterState
 from draplan.scheduler import build_profile
+from draplan.scheduler.gangs import find_gangs
 
 
-def manifests(plan: Plan, state_pools: dict[str, Any]) -> list[dict[str, Any]]:
-    """What to apply: ProvisioningRequests with their new status, and each pool's target size."""
+def gang_requests(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
+    """For every gang the plan scales up, the PodTemplates and a best-effort-atomic
+    ProvisioningRequest that ask Cluster Autoscaler for its capacity all at once."""
+    scaled = {k for o in plan.scale_up for k in o.pods}
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for key, gang in sorted(find_gangs(state).items()):
+        if key not in scaled or gang.key in seen:
+            continue
+        seen.add(gang.key)
+        ns = key[0]
+        base = "-".join(gang.key[2:]).strip("-") or key[1]
+        specs: list[tuple[Any, int]] = []
+        for member in gang.members:
+            pod = state.pods.get(member)
+            if pod is None:
+                continue
+            spec = msgspec.structs.replace(pod.spec, node_name="")
+            for i, (known, n) in enumerate(specs):
+                if known == spec:
+                    specs[i] = (known, n + 1)
+                    break
+            else:
+                specs.append((spec, 1))
+        sets = []
+        for i, (spec, count) in enumerate(specs):
+            name = f"{base}-{i}"
+            out.append(
+                encode(
+                    PodTemplate(
+                        metadata=ObjectMeta(name=name, namespace=ns),
+                        template=PodTemplateSpec(spec=spec),
+                    )
+                )
+            )
+            sets.append(PodSet(pod_template_ref=PodTemplateRef(name=name), count=count))
+        out.append(
+            encode(
+                ProvisioningRequest(
+                    metadata=ObjectMeta(name=base, namespace=ns),
+                    spec=ProvisioningRequestSpec(
+                        pod_sets=tuple(sets), provisioning_class_name=BEST_EFFORT_ATOMIC
+                    ),
+                )
+            )
+        )
+    return out
+
+
+def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> list[dict[str, Any]]:
+    """What to apply: ProvisioningRequests with their new status, one per scaled gang (with its
+    PodTemplates), and each pool's target size."""
     out: list[dict[str, Any]] = []
     for pr, conds in plan.provisioning:
         out.append(encode(with_status(pr, conds)))
+    out.extend(gang_requests(state, plan))
     added: dict[str, int] = {}
     for o in plan.scale_up:
         added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
@@ -77,7 +140,7 @@ def scale(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(manifests(plan, pools))
+        emit_yaml(manifests(plan, pools, state))
     else:
         s = doc["summary"]
         emit_table(

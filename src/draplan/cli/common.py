@@ -117,9 +117,23 @@ def filename_option(required: bool = True) -> Callable[[F], F]:
     return decorate
 
 
-output_option = click.option(
-    "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True
-)
+def _no_headers(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta["draplan.no_headers"] = value
+
+
+def output_option(func: F) -> F:
+    """`-o table|wide|json|yaml` and `--no-headers`, as kubectl spells them (wide is the table
+    with every column, which draplan's tables already show)."""
+    func = click.option(
+        "--no-headers",
+        is_flag=True,
+        expose_value=False,
+        callback=_no_headers,
+        help="Print tables without their header row.",
+    )(func)
+    return click.option(
+        "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True
+    )(func)
 
 
 def load_input(

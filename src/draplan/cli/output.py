@@ -7,11 +7,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import click
 import yaml
 from rich.console import Console
 from rich.table import Table
 
-FORMATS = ("table", "json", "yaml")
+FORMATS = ("table", "wide", "json", "yaml")
 
 
 def emit_json(doc: Any) -> None:
@@ -23,7 +24,15 @@ def emit_yaml(docs: Sequence[Any]) -> None:
 
 
 def emit_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    table = Table(title=title, title_justify="left", box=None, header_style="bold")
+    ctx = click.get_current_context(silent=True)
+    headerless = bool(ctx is not None and ctx.find_root().meta.get("draplan.no_headers"))
+    table = Table(
+        title=None if headerless else title,
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        show_header=not headerless,
+    )
     for h in headers:
         table.add_column(h)
     for row in rows:

@@ -1,5 +1,6 @@
 """Why is this pod pending, and where is capacity stranded."""
 
+from draplan.audit.metrics import Metrics, metrics
 from draplan.audit.why import CATEGORIES, Diagnosis, why
 
-__all__ = ["CATEGORIES", "Diagnosis", "why"]
+__all__ = ["CATEGORIES", "Diagnosis", "Metrics", "metrics", "why"]

@@ -1,66 +1,113 @@
-"""What a pod needs and what the cluster has free, in device and cpu/memory terms."""
+"""What a pod needs and what the cluster has free, in device and node-resource terms."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from draplan.allocator import AllocationError, count_candidates
-from draplan.api.core_v1 import Node, Pod
+from draplan.allocator.diagnose import evidence_label
+from draplan.api.core_v1 import Node
 from draplan.api.resource_v1 import DeviceClass, DeviceRequest, ResourceClaim
 from draplan.autoscaler.templates import make_node
 from draplan.cel import CelError, compile_selector
 from draplan.cluster.devices import DeviceView, device_views
-from draplan.cluster.podresources import node_allocatable, pod_requests
+from draplan.cluster.podresources import PODS, Resources, node_allocatable
 from draplan.cluster.state import ClusterState
-
-RESOURCES = ("cpu", "memory")
+from draplan.scheduler.plugins.noderesources import insufficient
 
 
 @dataclass
 class NodeSupply:
-    """One node's free resources for one pod: per request (claim/request) the devices that
-    survive every stage, and whether cpu/memory fit."""
+    """One node's free resources for one pod shape. Per request ("claim request"): the free
+    devices that survive every stage (`devices`), the devices that match at all, free or not
+    (`matching`), and how many the request needs; per node resource: what is free, and which
+    requested resources do not fit now (`lacking`) or ever (`roomy` False)."""
 
     node: str
     devices: dict[str, int] = field(default_factory=dict)
+    matching: dict[str, int] = field(default_factory=dict)
     needed: dict[str, int] = field(default_factory=dict)
-    free: dict[str, int] = field(default_factory=dict)
-    fits_resources: bool = True
+    requests: Resources = field(default_factory=dict)  # what the pod asks of the node
+    free: Resources = field(default_factory=dict)
+    capacity: Resources = field(default_factory=dict)  # allocatable, for the same resources
+    lacking: tuple[str, ...] = ()
+    roomy: bool = True
+    fits: bool = False  # the scheduler places the pod here now
+    code: str = ""  # the allocator's failure code here ("" if it fits or was not asked)
+    message: str = ""  # the allocator's sentence for that failure
+
+    @property
+    def fits_resources(self) -> bool:
+        return not self.lacking
 
     def devices_suffice(self) -> bool:
         return all(self.devices.get(k, 0) >= n for k, n in self.needed.items())
 
+    def could_host(self) -> bool:
+        """Would the pod fit if the node were empty (enough matching devices and room)?"""
+        return self.roomy and all(self.matching.get(k, 0) >= n for k, n in self.needed.items())
+
+    def found(self) -> int:
+        """How many of the needed devices the node has free (for ranking near misses)."""
+        return sum(min(self.devices.get(k, 0), n) for k, n in self.needed.items())
+
+
+def request_key(row: dict[str, Any]) -> str:
+    # A firstAvailable sub-request "req/sub" counts toward its request.
+    return f"{row['claim']} {row['request'].split('/')[0]}"
+
 
 def node_supply(
-    state: ClusterState, node: Node, pod: Pod, claims: list[ResourceClaim]
+    state: ClusterState,
+    node: Node,
+    requests: Resources,
+    claims: Sequence[ResourceClaim],
+    rows: Iterable[dict[str, Any]] | None = None,
 ) -> NodeSupply:
+    """`rows` are the allocator's per-request counts (from a failed allocation's evidence);
+    when absent they are counted here."""
     name = node.metadata.name
     alloc = node_allocatable(node)
     used = state.requested(name)
-    req = pod_requests(pod)
-    free = {r: alloc.get(r, 0) - used.get(r, 0) for r in RESOURCES}
+    wanted = {r: v for r, v in requests.items() if v > 0 or r == PODS}
     out = NodeSupply(
-        name, free=free, fits_resources=all(req.get(r, 0) <= free[r] for r in RESOURCES)
+        name,
+        requests=wanted,
+        free={r: alloc.get(r, 0) - used.get(r, 0) for r in wanted},
+        capacity={r: alloc.get(r, 0) for r in wanted},
+        lacking=tuple(i.resource for i in insufficient(wanted, used, alloc)),
+        roomy=not insufficient(wanted, {}, alloc),
     )
-    pending = [c for c in claims if c.status.allocation is None]
-    if pending:
-        try:
-            rows = count_candidates(state, node, pending)
-        except AllocationError:
-            rows = []
-        for row in rows:
-            key = f"{row['claim']} {row['request'].split('/')[0]}"
-            out.devices[key] = max(out.devices.get(key, 0), row["countersFit"])
-            need = row["needed"]
-            out.needed[key] = min(out.needed.get(key, need), need)
+    if rows is None:
+        rows = _count(state, node, claims)
+    for row in rows:
+        key = request_key(row)
+        # A prioritized list is as good as its best alternative.
+        out.devices[key] = max(out.devices.get(key, 0), row["countersFit"])
+        out.matching[key] = max(out.matching.get(key, 0), row["matching"])
+        out.needed[key] = min(out.needed.get(key, row["needed"]), row["needed"])
     return out
 
 
-def _selects(dc: DeviceClass, exprs: list[str], view: DeviceView) -> bool:
+def _count(
+    state: ClusterState, node: Node, claims: Sequence[ResourceClaim]
+) -> list[dict[str, Any]]:
+    pending = [c for c in claims if c.status.allocation is None]
+    if not pending:
+        return []
+    try:
+        return count_candidates(state, node, pending)
+    except AllocationError:
+        return []
+
+
+def _selects(dc: DeviceClass, exprs: Sequence[str], view: DeviceView) -> bool:
     try:
         return all(
             compile_selector(e).matches(view.cel)
-            for e in [s.cel.expression for s in dc.spec.selectors if s.cel] + exprs
+            for e in [*(s.cel.expression for s in dc.spec.selectors if s.cel), *exprs]
         )
     except CelError:
         return False
@@ -75,28 +122,57 @@ def all_devices(state: ClusterState) -> list[DeviceView]:
     return views
 
 
-def unmatched_requests(
-    state: ClusterState, claims: list[ResourceClaim], views: list[DeviceView]
-) -> list[str]:
-    """Requests that no device anywhere (or in any template) could ever satisfy."""
-    out = []
-    for claim in claims:
-        if claim.status.allocation is not None:
-            continue
-        for req in claim.spec.devices.requests:
-            if not any(_request_matches(state, req, v) for v in views):
-                out.append(f"{claim.metadata.namespace}/{claim.metadata.name} request {req.name}")
-    return out
+Alternative = tuple[str, tuple[str, ...]]  # (device class, CEL selectors of the request)
 
 
-def _request_matches(state: ClusterState, req: DeviceRequest, view: DeviceView) -> bool:
-    alternatives = [req.exactly] if req.exactly is not None else list(req.first_available)
-    for alt in alternatives:
-        if alt is None:
-            continue
-        dc = state.device_classes.get(alt.device_class_name)
-        if dc is None:
-            continue
-        if _selects(dc, [s.cel.expression for s in alt.selectors if s.cel], view):
-            return True
-    return False
+class DeviceMatcher:
+    """Which requests no device anywhere (in the cluster or any NodePool template) could ever
+    satisfy. Pods of one template ask the same, so the answer is kept per request spec: the
+    scan over every device runs once per distinct request, not once per pod."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._views: list[DeviceView] | None = None
+        self._memo: dict[tuple[Alternative, ...], bool] = {}
+
+    @property
+    def views(self) -> list[DeviceView]:
+        if self._views is None:
+            self._views = all_devices(self.state)
+        return self._views
+
+    def unmatched(self, claims: Sequence[ResourceClaim]) -> list[str]:
+        """One line per request that nothing could ever satisfy, and why."""
+        out = []
+        for claim in claims:
+            if claim.status.allocation is not None:
+                continue
+            for req in claim.spec.devices.requests:
+                if not self.matches(req):
+                    out.append(f"{evidence_label(claim)} request {req.name} ({self._why(req)})")
+        return out
+
+    def _why(self, req: DeviceRequest) -> str:
+        subs = [req.exactly] if req.exactly is not None else list(req.first_available)
+        names = [s.device_class_name for s in subs if s is not None]
+        absent = [n for n in names if n not in self.state.device_classes]
+        if absent:
+            return f"device class {absent[0]} does not exist"
+        return f"class {' / '.join(names)} with its selectors matches no device"
+
+    def matches(self, req: DeviceRequest) -> bool:
+        subs = [req.exactly] if req.exactly is not None else list(req.first_available)
+        key = tuple(
+            (s.device_class_name, tuple(x.cel.expression for x in s.selectors if x.cel))
+            for s in subs
+            if s is not None
+        )
+        found = self._memo.get(key)
+        if found is None:
+            found = any(self._any_device(name, exprs) for name, exprs in key)
+            self._memo[key] = found
+        return found
+
+    def _any_device(self, class_name: str, exprs: tuple[str, ...]) -> bool:
+        dc = self.state.device_classes.get(class_name)
+        return dc is not None and any(_selects(dc, exprs, v) for v in self.views)

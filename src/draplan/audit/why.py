@@ -1,25 +1,39 @@
 """One category per pending pod (or gang) from a ranked taxonomy, with evidence and a fix.
 
-Where several categories fit, the first in CATEGORIES wins, so answers are predictable.
+Where several categories fit, the first in CATEGORIES wins, so answers are predictable. Pods
+are judged on the state the scheduler leaves once it has placed everything it can now: the
+pods ahead in the queue take their share first, as they will. The input state is unchanged.
+
+Pods the scheduler cannot tell apart (one template, same requests and selectors) share one
+look at the nodes and one capacity verdict, so auditing many pods of few shapes costs about
+as much as auditing one pod per shape.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from draplan.allocator import allocate
-from draplan.api.core_v1 import Pod
+from draplan.allocator import Reason, allocate
+from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.audit.supply import NodeSupply, all_devices, node_supply, unmatched_requests
-from draplan.autoscaler import Autoscaler
-from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.audit.moves import MAX_MOVED, Mover, label
+from draplan.audit.pools import PoolAdvisor
+from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
+from draplan.cluster.nodeselector import selector_matches
+from draplan.cluster.podresources import PODS, Resources, is_terminal, node_allocatable
+from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler import Profile, Scheduler, build_profile
+from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.framework import Code, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
+from draplan.scheduler.plugins.noderesources import insufficient
 from draplan.scheduler.reasons import reason_code
 
 CATEGORIES = (
@@ -42,6 +56,12 @@ NODE_CONSTRAINT_PLUGINS = (
     names.NODE_UNSCHEDULABLE,
     names.NODE_NAME,
 )
+CONSTRAINT_FIX = {
+    names.NODE_AFFINITY: "relax the pod's node selector or affinity",
+    names.TAINT_TOLERATION: "add a toleration for the node taint",
+    names.NODE_UNSCHEDULABLE: "uncordon the node",
+    names.NODE_NAME: "drop the pod's fixed node name",
+}
 NEAREST = 3
 
 
@@ -56,12 +76,68 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "pod": f"{self.pod[0]}/{self.pod[1]}",
+            "pod": label(self.pod),
             "category": self.category,
             "message": self.message,
             "evidence": self.evidence,
             "fix": self.fix,
         }
+
+
+@dataclass
+class ShapeView:
+    """What the nodes say about one pod shape."""
+
+    prefilter: Status
+    counts: dict[str, int]  # the scheduler's per-node reason counts
+    excluded: dict[str, str]  # nodes with room that selectors/affinity/taints reject: reason
+    plugins: dict[str, str]  # ... and the plugin that rejects each
+    supplies: dict[str, NodeSupply]  # the nodes the pod may use, with what they have free
+    fits: list[str] = field(default_factory=list)  # nodes where it fits now
+    error: str = ""  # the claims are wrong on every node (the allocator's input errors)
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nodes": self.counts}
+        if not self.prefilter.ok and self.prefilter.reasons:
+            out["prefilter"] = self.prefilter.reasons[0]
+        return out
+
+
+class Placer(Scheduler):
+    """The scheduler, for one pass over the queue that only needs to know who gets placed.
+
+    Within a pass, placing pods only takes capacity (there is no preemption), so a pod shape
+    that fits no node fits none for the rest of the pass: later pods of that shape are not
+    tried again (kube-scheduler parks them in its unschedulable queue likewise). That saves
+    building the "0/N nodes are available" text over every node for each of them, which is
+    most of a pass on a large cluster. Only pods outside gangs mark a shape: gang members are
+    tried in forks that are rolled back."""
+
+    def __init__(self, profile: Profile | None = None) -> None:
+        super().__init__(profile)
+        self._hopeless: set[bytes] | None = None
+        self._gangs: dict[ObjectKey, Gang] = {}
+
+    def place(self, state: ClusterState) -> list[PodResult]:
+        """`run` over the whole queue, skipping shapes already found to fit nowhere."""
+        self._hopeless, self._gangs = set(), find_gangs(state)
+        try:
+            return self.run(state)
+        finally:
+            self._hopeless, self._gangs = None, {}
+
+    def schedule_pod(
+        self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
+    ) -> PodResult:
+        if self._hopeless is None or candidates is not None:
+            return super().schedule_pod(state, pod, candidates)
+        shape = self.shape_of(state, pod)
+        if shape in self._hopeless:
+            return PodResult(key_of(pod), pod)
+        result = super().schedule_pod(state, pod)
+        if result.node is None and key_of(pod) not in self._gangs:
+            self._hopeless.add(shape)
+        return result
 
 
 def _requested_devices(claims: list[ResourceClaim]) -> int:
@@ -77,259 +153,536 @@ class Auditor:
     def __init__(self, state: ClusterState, profile: Profile | None = None) -> None:
         self.state = state
         self.profile = profile or build_profile()
-        self.scheduler = Scheduler(self.profile)
+        self.scheduler = Placer(self.profile)
         self.gangs = find_gangs(state)
-        self.views = all_devices(state)
-        self.schedulable = self._schedulable_now()
-        self.scale = self._scale_outcome() if state.node_pools else {}
+        self.matcher = DeviceMatcher(state)
+        self.mover = Mover(state, self.scheduler, self.gangs)
+        self.pools: PoolAdvisor | None = None
+        self.placed: dict[ObjectKey, str] = {}
+        self._views: dict[bytes, ShapeView] = {}
+        self._verdicts: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis] = {}
+        self._moves: dict[bytes, dict[str, Any]] = {}
 
-    def _schedulable_now(self) -> set[ObjectKey]:
+    def audit(self, pods: list[Pod]) -> list[Diagnosis]:
+        """Diagnose `pods` (pending, unchanged objects); the state is restored afterwards."""
+        if self.state.node_pools:
+            self.pools = PoolAdvisor(self.state, self.profile, len(pods))
+        first = {key_of(p): self._configuration(p) for p in pods}
         with self.state.forked():
-            return {r.key for r in self.scheduler.run(self.state) if r.node}
+            for key, (_, _, found) in first.items():
+                if found is not None and found.category == "NoMatchingDevice":
+                    del self.state.pods[key]  # never placeable: spare the scheduler the try
+            results = self.scheduler.place(self.state)
+            self.placed = {r.key: r.node for r in results if r.node}
+            out = []
+            for pod in pods:
+                claims, size, found = first[key_of(pod)]
+                out.append(found or self.diagnose(pod, claims, size))
+            return out
 
-    def _scale_outcome(self) -> dict[ObjectKey, tuple[str, dict[str, Any]]]:
-        out: dict[ObjectKey, tuple[str, dict[str, Any]]] = {}
-        with self.state.forked():
-            plan = Autoscaler(self.profile).plan(self.state)
-            for option in plan.scale_up:
-                for key in option.pods:
-                    out[key] = (
-                        "WaitingForScaleUp",
-                        {"pool": option.pool.metadata.name, "add": len(option.nodes)},
-                    )
-            for key, _, why in plan.pending:
-                if why.startswith("no NodePool"):
-                    out[key] = ("NoPoolCanFit", {"autoscaler": why})
-                elif why:
-                    out[key] = ("PoolLimitReached", {"autoscaler": why})
-        return out
+    # --- per pod: the categories that do not depend on capacity -------------------------
 
-    # --- per pod -------------------------------------------------------------------------
-
-    def diagnose(self, pod: Pod) -> Diagnosis:
+    def _configuration(self, pod: Pod) -> tuple[list[ResourceClaim], int, Diagnosis | None]:
+        """The pod's claims and device count, and NoMatchingDevice or GangIncomplete (judged
+        on the input state, before anything is placed)."""
         key = key_of(pod)
         try:
             claims = pod_claims(self.state, pod)
         except ClaimNotFound as err:
-            return Diagnosis(
-                key,
-                "NoMatchingDevice",
-                f"{err}; create it or fix the pod's spec.resourceClaims",
-                {"claim": str(err)},
+            return (
+                [],
+                0,
+                Diagnosis(
+                    key,
+                    "NoMatchingDevice",
+                    f"It cannot get its claims ({err}); create the missing object or fix the "
+                    "pod's spec.resourceClaims.",
+                    {"claim": str(err)},
+                    {"action": "create the claim or template, or fix spec.resourceClaims"},
+                ),
             )
         size = _requested_devices(claims)
-        missing = unmatched_requests(self.state, claims, self.views)
+        missing = self.matcher.unmatched(claims)
         if missing:
-            return Diagnosis(
-                key,
-                "NoMatchingDevice",
-                f"No device in the cluster or any NodePool matches {missing[0]}; "
-                "fix its DeviceClass or selectors.",
-                {"requests": missing},
-                {"action": "fix the claim's class or CEL selectors"},
+            return (
+                claims,
                 size,
+                Diagnosis(
+                    key,
+                    "NoMatchingDevice",
+                    f"No device in the cluster or any NodePool can serve {missing[0]}; fix the "
+                    "claim's class or selectors.",
+                    {"requests": missing},
+                    {"action": "fix the claim's class or CEL selectors"},
+                    size,
+                ),
             )
         gang = self.gangs.get(key)
-        if gang is not None and (gang.missing or len(gang.members) < gang.min_count):
-            why = gang.missing or f"{len(gang.members)} of {gang.min_count} pods exist"
+        return claims, size, self._incomplete(key, gang, size) if gang is not None else None
+
+    def diagnose(self, pod: Pod, claims: list[ResourceClaim], size: int) -> Diagnosis:
+        """Every category after GangIncomplete, on the state after the scheduling pass."""
+        key = key_of(pod)
+        gang = self.gangs.get(key)
+        node = self.placed.get(key)
+        if node is not None:
             return Diagnosis(
                 key,
-                "GangIncomplete",
-                f"{gang.label} is incomplete: {why}; create the missing members or lower minCount.",
-                {"gang": gang.label, "members": len(gang.members), "minCount": gang.min_count},
+                "Schedulable",
+                f"It fits now (on {node}); it only waits for the scheduler.",
+                {"node": node},
                 None,
                 size,
             )
-        if key in self.schedulable:
-            return Diagnosis(
-                key, "Schedulable", "It fits now; it only waits for the scheduler.", {}, None, size
-            )
-        prefilter, statuses = self.scheduler.evaluate(self.state, pod)
-        counts = Counter(reason_code(s) for s in statuses.values())
-        evidence: dict[str, Any] = {"nodes": dict(sorted(counts.items()))}
-        if not prefilter.ok:
-            evidence["prefilter"] = prefilter.reasons[0] if prefilter.reasons else ""
-        supplies = {
-            n: node_supply(self.state, self.state.nodes[n], pod, claims)
-            for n in sorted(self.state.nodes.keys())
-        }
-        excluded = [n for n, s in statuses.items() if s.plugin in NODE_CONSTRAINT_PLUGINS]
-        usable = [n for n in excluded if self._fits_ignoring_constraints(pod, claims, n)]
-        if usable:
-            evidence["excludedNodes"] = {n: statuses[n].reasons[0] for n in usable[:NEAREST]}
-            return Diagnosis(
-                key,
-                "NodeConstraints",
-                f"{len(usable)} node(s) have room but the pod's selectors, affinity "
-                f"or tolerations exclude them (e.g. {usable[0]}: "
-                f"{statuses[usable[0]].reasons[0]}).",
-                evidence,
-                {
-                    "action": "relax the node selector/affinity or add a toleration",
-                    "nodes": usable[:NEAREST],
-                },
-                size,
-            )
-        if key in self.scale:
-            category, detail = self.scale[key]
-            return Diagnosis(
-                key,
-                category,
-                _pool_message(category, detail),
-                {**evidence, **detail},
-                detail if category == "WaitingForScaleUp" else None,
-                size,
-            )
-        return self._capacity(key, pod, claims, gang, supplies, statuses, evidence, size)
+        shape = self.scheduler.shape_of(self.state, pod)
+        view = self._view(shape, pod, claims)
+        early = self._before_pools(key, gang, view, size)
+        if early is not None:
+            return early
+        if self.pools is not None:
+            verdict = self.pools.verdict(key, pod, shape)
+            if verdict is not None:
+                evidence = {**view.evidence(), **verdict.evidence}
+                return Diagnosis(
+                    key, verdict.category, verdict.message, evidence, verdict.fix, size
+                )
+        memo = (shape, gang.key if gang is not None else None)
+        if memo not in self._verdicts:
+            self._verdicts[memo] = self._capacity(pod, claims, gang, view, size)
+        return dataclasses.replace(self._verdicts[memo], pod=key)
 
-    def _fits_ignoring_constraints(self, pod: Pod, claims: list[ResourceClaim], node: str) -> bool:
-        supply = node_supply(self.state, self.state.nodes[node], pod, claims)
-        if not supply.fits_resources:
+    def _incomplete(self, key: ObjectKey, gang: Gang, size: int) -> Diagnosis | None:
+        alive = [k for k in gang.members if k in self.state.pods]
+        alive = [k for k in alive if not is_terminal(self.state.pods[k])]
+        if not gang.missing and len(alive) >= gang.min_count:
+            return None
+        evidence = {"gang": gang.label, "members": len(alive), "minCount": gang.min_count}
+        if gang.missing:
+            return Diagnosis(
+                key,
+                "GangIncomplete",
+                _sentence(
+                    f"{gang.label} cannot start ({gang.missing}); create it or drop the "
+                    "pods' reference to it."
+                ),
+                {**evidence, "missing": gang.missing},
+                {"action": "create the group object"},
+                size,
+            )
+        return Diagnosis(
+            key,
+            "GangIncomplete",
+            _sentence(
+                f"{gang.label} has {len(alive)} of its {gang.min_count} pods; create the "
+                "missing members or lower minCount."
+            ),
+            evidence,
+            {"action": "create the missing members", "missing": gang.min_count - len(alive)},
+            size,
+        )
+
+    def _before_pools(
+        self, key: ObjectKey, gang: Gang | None, view: ShapeView, size: int
+    ) -> Diagnosis | None:
+        if gang is None and view.fits:
+            return Diagnosis(
+                key,
+                "Schedulable",
+                f"It fits now (on {view.fits[0]}); it only waits for the scheduler.",
+                {**view.evidence(), "node": view.fits[0]},
+                None,
+                size,
+            )
+        if view.excluded:
+            return self._constrained(key, view, size)
+        return None
+
+    def _constrained(self, key: ObjectKey, view: ShapeView, size: int) -> Diagnosis:
+        nodes = list(view.excluded)[:NEAREST]
+        first = nodes[0]
+        fix = CONSTRAINT_FIX.get(view.plugins[first], "relax the pod's node constraints")
+        count = f"{len(nodes)}" if len(view.excluded) <= NEAREST else f"More than {NEAREST}"
+        return Diagnosis(
+            key,
+            "NodeConstraints",
+            f"{count} node(s) have room but the pod's selectors, affinity or tolerations "
+            f"exclude them (e.g. {first}: {view.excluded[first]}); {fix}.",
+            {**view.evidence(), "excludedNodes": {n: view.excluded[n] for n in nodes}},
+            {"action": fix, "nodes": nodes},
+            size,
+        )
+
+    # --- per shape: what every node has for it ------------------------------------------
+
+    def _view(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+        view = self._views.get(shape)
+        if view is None:
+            view = self._look(pod, claims)
+            self._views[shape] = view
+        return view
+
+    def _look(self, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+        prefilter, statuses = self.scheduler.evaluate(self.state, pod)
+        requests = requests_of(pod)
+        view = ShapeView(
+            prefilter,
+            dict(sorted(Counter(map(reason_code, statuses.values())).items())),
+            {},
+            {},
+            {},
+        )
+        for name, status in statuses.items():
+            node = self.state.nodes[name]
+            if status.plugin in NODE_CONSTRAINT_PLUGINS:
+                # NEAREST examples make the point; looking further costs an allocation each.
+                if len(view.excluded) > NEAREST:
+                    continue
+                if self._room_ignoring_constraints(node, requests, claims):
+                    view.excluded[name] = status.reasons[0] if status.reasons else status.plugin
+                    view.plugins[name] = status.plugin
+            elif status.code == Code.ERROR:
+                view.error = view.error or (status.reasons[0] if status.reasons else "error")
+            elif _usable(status):
+                view.supplies[name] = self._supply(node, requests, claims, status)
+        view.fits = [n for n, s in view.supplies.items() if s.fits]
+        if view.supplies or view.excluded:
+            view.error = ""  # the error is particular to some nodes (e.g. a CEL runtime error)
+        return view
+
+    def _supply(
+        self, node: Node, requests: Resources, claims: list[ResourceClaim], status: Status
+    ) -> NodeSupply:
+        reason = status.detail if isinstance(status.detail, Reason) else None
+        # A failed allocation carries the per-request counts; reuse them rather than count.
+        rows = reason.evidence.get("requests") if reason is not None else None
+        supply = node_supply(self.state, node, requests, claims, rows)
+        supply.fits = status.ok
+        if reason is not None:
+            supply.code, supply.message = reason.code, reason.message
+        return supply
+
+    def _room_ignoring_constraints(
+        self, node: Node, requests: Resources, claims: list[ResourceClaim]
+    ) -> bool:
+        alloc = node_allocatable(node)
+        if insufficient(requests, self.state.requested(node.metadata.name), alloc):
             return False
+        for claim in claims:
+            sel = claim.status.allocation.node_selector if claim.status.allocation else None
+            if sel is not None and not selector_matches(sel, node):
+                return False
         pending = [c for c in claims if c.status.allocation is None]
-        return not pending or allocate(self.state, self.state.nodes[node], pending).ok
+        return not pending or allocate(self.state, node, pending, self.profile.options).ok
+
+    # --- the capacity ladder: CapacityExhausted ... Timeout -----------------------------
+
+    def _members(self, gang: Gang) -> list[Pod]:
+        return [
+            self.state.pods[k]
+            for k in gang.members
+            if k in self.state.pods
+            and not self.state.pods[k].spec.node_name
+            and not is_terminal(self.state.pods[k])
+        ]
+
+    def _scale(self, gang: Gang | None) -> int:
+        """How many pods of this shape must fit: the pod, or the gang members still needed."""
+        if gang is None:
+            return 1
+        bound = sum(
+            1
+            for k in gang.members
+            if k in self.state.pods
+            and self.state.pods[k].spec.node_name
+            and not is_terminal(self.state.pods[k])
+        )
+        return max(1, min(len(self._members(gang)), gang.min_count - bound))
 
     def _capacity(
+        self, pod: Pod, claims: list[ResourceClaim], gang: Gang | None, view: ShapeView, size: int
+    ) -> Diagnosis:
+        """The rungs from CapacityExhausted down, in CATEGORIES order: the first that fits."""
+        case = Case(key_of(pod), pod, claims, gang, view, size, self._scale(gang))
+        return (
+            _invalid(case)
+            or _blocked(case)
+            or self._exhausted(case)
+            or _shaped(case)
+            or self._domain(case)
+            or self._fragmented(case)
+            or self._gang_unplaceable(case)
+            or _timed_out(case)
+        )
+
+    def _exhausted(self, case: Case) -> Diagnosis | None:
+        """CapacityExhausted: only nodes that could hold the pod if they were empty count; free
+        capacity elsewhere is of the wrong kind (too few matching devices, too small)."""
+        who = "the gang" if case.gang is not None else "the pod"
+        hosts = [s for s in case.supplies if s.could_host()]
+        if not hosts:
+            best = _lacks_text(case.supplies[0]) if case.supplies else "no usable node"
+            return case.diagnosis(
+                "CapacityExhausted",
+                f"No node could hold {who} even if it were empty (best: {best}); add nodes "
+                "with enough matching devices and room.",
+                fix={"action": "add nodes that can hold the pod"},
+            )
+        short = _shortfall(hosts, requests_of(case.pod), case.scale)
+        if not short:
+            return None
+        what, (need, have) = next(iter(short.items()))
+        unit = need // case.scale
+        like = min(hosts, key=lambda s: (-_per_node(s, what, unit), s.node))
+        per_node = _per_node(like, what, unit)
+        add = math.ceil((need - have) / per_node) if per_node else None
+        fix: dict[str, Any] = {"action": "add nodes", "resource": what, "missing": need - have}
+        if add is not None:
+            fix.update({"add": add, "like": like.node})
+        return case.diagnosis(
+            "CapacityExhausted",
+            f"The nodes that could hold {who} have {_amount(what, have)} free for {what} but "
+            f"{who} needs {_amount(what, need)}; add {add or 'more'} node(s) like {like.node} or "
+            "wait for running work to finish.",
+            {"short": {k: {"needed": n, "free": f} for k, (n, f) in short.items()}},
+            fix,
+        )
+
+    def _domain(self, case: Case) -> Diagnosis | None:
+        """TopologyMismatch of a gang: members fit alone, not inside one required domain."""
+        gang = case.gang
+        if gang is None or not case.view.fits or gang.topology is None:
+            return None
+        if not gang.topology.required:
+            return None
+        topo = gang.topology.key
+        domain, fitted, count = self.mover.best_domain(self._members(gang), topo)
+        where = f"the best ({domain}) fits {fitted}" if domain else "no node carries that label"
+        return case.diagnosis(
+            "TopologyMismatch",
+            _sentence(
+                f"{gang.label} needs {case.scale} pod(s) in one {topo} domain but of {count} "
+                f"domain(s) {where}; free room in one domain or relax the topology requirement."
+            ),
+            {"domains": count, "bestDomain": domain or None, "fitsInBest": fitted},
+            {"action": f"free room for {case.scale - fitted} more pod(s) in one {topo} domain"}
+            | ({"domain": domain} if domain else {}),
+        )
+
+    def _fragmented(self, case: Case) -> Diagnosis | None:
+        """Fragmentation, judged per pod: no single node fits it (and no node timed out)."""
+        if case.view.fits or case.timeouts:
+            return None
+        where = "devices or partitions of one node" if case.candidates else "nodes"
+        best = next((s for s in case.supplies if s.could_host()), case.supplies[0])
+        fix = self._defragment(case.pod, case.supplies)
+        if fix["node"] is not None:
+            then = f"moving {_moves_text(fix['move'])} makes room on {fix['node']}"
+        else:
+            then = (
+                f"moving up to {MAX_MOVED} pods cannot free a node for it, so add a node like "
+                f"{best.node}"
+            )
+            fix = {"action": "add a node", "like": best.node, "add": 1}
+        return case.diagnosis(
+            "Fragmentation",
+            f"Enough free capacity exists in total but it is split across {where}, so no single "
+            f"node fits the pod (nearest: {_lacks_text(best)}); {then}.",
+            fix=fix,
+        )
+
+    def _defragment(self, pod: Pod, supplies: list[NodeSupply]) -> dict[str, Any]:
+        """The moves that free the nearest node for the pod (kept per shape: a gang member
+        and a lone pod of one shape get the same answer)."""
+        shape = self.scheduler.shape_of(self.state, pod)
+        if shape not in self._moves:
+            fix: dict[str, Any] = {"action": "move pods to defragment", "node": None, "move": {}}
+            for s in [s for s in supplies if s.could_host()][:NEAREST]:
+                deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
+                moved = self.mover.defragment(pod, s.node, deficit)
+                if moved is not None:
+                    fix = {"action": "move pods to defragment", "node": s.node, "move": moved}
+                    break
+            self._moves[shape] = fix
+        return dict(self._moves[shape])
+
+    def _gang_unplaceable(self, case: Case) -> Diagnosis | None:
+        """Every member fits somewhere alone and the total suffices, yet not all together."""
+        gang = case.gang
+        if gang is None or not case.view.fits:
+            return None
+        need = case.scale
+        fitted = self.mover.together(self._members(gang))
+        return case.diagnosis(
+            "GangUnplaceable",
+            f"Every member of {gang.label} fits somewhere alone but only {fitted} of the "
+            f"{need} needed fit together; free room for {need - fitted} more or lower minCount.",
+            {"gang": gang.label, "fitTogether": fitted, "needed": need},
+            {"action": "free room for the whole gang or lower minCount", "more": need - fitted},
+        )
+
+
+class Case:
+    """One pod shape (of one gang, or none) on the capacity ladder: what the rungs share."""
+
+    def __init__(
         self,
         key: ObjectKey,
         pod: Pod,
         claims: list[ResourceClaim],
         gang: Gang | None,
-        supplies: dict[str, NodeSupply],
-        statuses: dict[str, Any],
-        evidence: dict[str, Any],
+        view: ShapeView,
         size: int,
+        scale: int,
+    ) -> None:
+        self.key, self.pod, self.claims, self.gang = key, pod, claims, gang
+        self.view, self.size, self.scale = view, size, scale
+        self.supplies = sorted(view.supplies.values(), key=_nearness)
+        # Nodes where the devices and resources suffice: only the allocator's search says no.
+        self.candidates = [s for s in self.supplies if s.devices_suffice() and s.fits_resources]
+        self.timeouts = [s.node for s in self.candidates if s.code == TIMEOUT]
+        self.evidence = view.evidence()
+        self.evidence["nearestMiss"] = {s.node: _lacks(s) for s in self.supplies[:NEAREST]}
+
+    def diagnosis(
+        self,
+        category: str,
+        message: str,
+        evidence: dict[str, Any] | None = None,
+        fix: dict[str, Any] | None = None,
     ) -> Diagnosis:
-        members = self._gang_members(gang) if gang is not None else [pod]
-        scale = len(members)
-        # Demand of the whole gang, assuming its members ask alike.
-        need_dev: Counter[str] = Counter()
-        free_dev: Counter[str] = Counter()
-        for s in supplies.values():
-            for k, n in s.devices.items():
-                free_dev[k] += n
-            for k, n in s.needed.items():
-                need_dev[k] = n * scale
-        req = pod_requests(pod)
-        free_res = {
-            r: sum(max(0, s.free.get(r, 0)) for s in supplies.values()) for r in ("cpu", "memory")
-        }
-        short = {k: (need_dev[k], free_dev[k]) for k in need_dev if free_dev[k] < need_dev[k]}
-        short.update(
-            {
-                r: (req.get(r, 0) * scale, free_res[r])
-                for r in free_res
-                if free_res[r] < req.get(r, 0) * scale
-            }
-        )
-        nearest = sorted(
-            supplies.values(),
-            key=lambda s: (-sum(min(s.devices.get(k, 0), n) for k, n in s.needed.items()), s.node),
-        )[:NEAREST]
-        evidence["nearestMiss"] = {s.node: _lacks(s) for s in nearest}
-        if short:
-            what, (need, have) = sorted(short.items())[0]
-            return Diagnosis(
-                key,
-                "CapacityExhausted",
-                f"The cluster has {_amount(what, have)} free for {what} but "
-                f"{'the gang' if gang else 'the pod'} needs {_amount(what, need)}; "
-                "add nodes or wait for running work to finish.",
-                {**evidence, "short": {k: {"needed": n, "free": f} for k, (n, f) in short.items()}},
-                {"action": "add capacity", "resource": what, "missing": need - have},
-                size,
-            )
-        shaped = [
-            s.node
-            for s in supplies.values()
-            if s.devices_suffice() and s.fits_resources and s.needed
-        ]
-        timeouts = [n for n, st in statuses.items() if reason_code(st) == "Timeout"]
-        if shaped and not timeouts:
-            node = shaped[0]
-            constraint = _constraint_text(claims)
-            return Diagnosis(
-                key,
-                "TopologyMismatch",
-                f"Node {node} (and {len(shaped) - 1} more) has enough free matching "
-                f"devices, but none in the required shape ({constraint}).",
-                {**evidence, "shapedNodes": shaped[:NEAREST]},
-                {"action": "relax the constraint or free a whole group", "nodes": shaped[:NEAREST]},
-                size,
-            )
-        if gang is not None and gang.topology is not None and self._fits_alone(pod):
-            return Diagnosis(
-                key,
-                "TopologyMismatch",
-                f"{gang.label} fits in the cluster but not inside one {gang.topology.key} domain.",
-                evidence,
-                {"action": f"free room in one {gang.topology.key} domain"},
-                size,
-            )
-        if not self._fits_alone(pod):
-            best = nearest[0] if nearest else None
-            movers = self._pods_on(best.node) if best is not None else []
-            return Diagnosis(
-                key,
-                "Fragmentation",
-                "Enough free capacity exists in total, but it is split so that no "
-                f"single node fits the pod (best: {best.node if best else '-'}, "
-                f"{_lacks(best) if best else ''}).",
-                evidence,
-                {
-                    "action": "move pods to defragment",
-                    "node": best.node if best else None,
-                    "move": movers,
-                },
-                size,
-            )
-        if gang is not None:
-            return Diagnosis(
-                key,
-                "GangUnplaceable",
-                f"Every member of {gang.label} fits somewhere alone, but the gang "
-                f"cannot be placed together ({gang.min_count} at once).",
-                evidence,
-                {"action": "free room for the whole gang or lower minCount"},
-                size,
-            )
         return Diagnosis(
-            key,
-            "Timeout",
-            "The allocator's search budget ran out on every candidate node.",
-            {**evidence, "nodes": timeouts},
-            None,
-            size,
+            self.key, category, message, {**self.evidence, **(evidence or {})}, fix, self.size
         )
 
-    def _gang_members(self, gang: Gang) -> list[Pod]:
-        return [
-            self.state.pods[k]
-            for k in gang.members
-            if k in self.state.pods and not self.state.pods[k].spec.node_name
-        ]
 
-    def _fits_alone(self, pod: Pod) -> bool:
-        with self.state.forked():
-            return self.scheduler.schedule_pod(self.state, pod).node is not None
-
-    def _pods_on(self, node: str) -> list[str]:
-        return [
-            f"{k[0]}/{k[1]}"
-            for k, p in sorted(self.state.pods.items())
-            if p.spec.node_name == node and not is_terminal(p)
-        ][:NEAREST]
+def _invalid(case: Case) -> Diagnosis | None:
+    """The claims are wrong on every node the pod could use: a configuration error, like a
+    request no device matches (judged after the pools: a pool's nodes may not share it)."""
+    error = case.view.error
+    if not error:
+        return None
+    return Diagnosis(
+        case.key,
+        "NoMatchingDevice",
+        f"Its claims cannot be allocated on any node ({error}); fix the claims.",
+        {**case.view.evidence(), "error": error},
+        {"action": "fix the claim's requests"},
+        case.size,
+    )
 
 
-def _lacks(s: NodeSupply) -> str:
+def _blocked(case: Case) -> Diagnosis | None:
+    """PreFilter rejects the pod before any node is looked at (e.g. a claim with no room for
+    another consumer): capacity of the claim itself is exhausted."""
+    prefilter = case.view.prefilter
+    if prefilter.ok:
+        return None
+    why = prefilter.reasons[0] if prefilter.reasons else "PreFilter failed"
+    return case.diagnosis(
+        "CapacityExhausted",
+        f"No node is considered because {why}; wait for a user of its claim to finish.",
+    )
+
+
+def _shaped(case: Case) -> Diagnosis | None:
+    """TopologyMismatch: it fits no node, yet some have enough free matching devices and only
+    the claim's constraints fail there."""
+    shaped = [s.node for s in case.candidates if s.code == CONSTRAINT_UNSATISFIABLE]
+    if case.view.fits or not shaped:
+        return None
+    return case.diagnosis(
+        "TopologyMismatch",
+        f"{_nodes_text(shaped)} enough free matching devices but none in the required shape "
+        f"({_constraint_text(case.claims)}); relax the constraint or free a whole group there.",
+        {"shapedNodes": shaped[:NEAREST]},
+        {"action": "relax the constraint or free a whole group", "nodes": shaped[:NEAREST]},
+    )
+
+
+def _timed_out(case: Case) -> Diagnosis:
+    return case.diagnosis(
+        "Timeout",
+        f"The allocator's search budget ran out on every node with enough free devices "
+        f"({len(case.timeouts)}); raise filterTimeoutSeconds or simplify the claim's constraints.",
+        {"timedOut": case.timeouts[:NEAREST]},
+        {"action": "raise filterTimeoutSeconds or simplify the constraints"},
+    )
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _usable(status: Status) -> bool:
+    """False when DynamicResources rejects the node without allocator evidence: a claim
+    already allocated elsewhere keeps the pod off this node for good."""
+    return (
+        status.ok or status.plugin != names.DYNAMIC_RESOURCES or isinstance(status.detail, Reason)
+    )
+
+
+def _nearness(s: NodeSupply) -> tuple[int, int, int, str]:
+    """Nodes that fit first, then those lacking the fewest devices and resources."""
+    return (0 if s.fits else 1, -s.found(), len(s.lacking), s.node)
+
+
+def _lacks(s: NodeSupply) -> list[str]:
     parts = [
-        f"{k}: {s.devices.get(k, 0)} of {n} devices"
+        f"{k}: {s.devices.get(k, 0)} of {n} devices free"
         for k, n in sorted(s.needed.items())
         if s.devices.get(k, 0) < n
     ]
-    if not s.fits_resources:
-        parts.append("not enough cpu/memory")
-    return "; ".join(parts) or "shape (constraints) only"
+    parts += [
+        f"{r}: {_amount(r, max(0, s.free.get(r, 0)))} free of {_amount(r, s.requests[r])} needed"
+        for r in s.lacking
+    ]
+    if not parts and s.code:
+        parts.append(f"{s.code}: {s.message}")
+    return parts or ["nothing (it fits)"]
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _moves_text(moves: dict[str, str]) -> str:
+    by_target: dict[str, list[str]] = {}
+    for pod, target in moves.items():
+        by_target.setdefault(target, []).append(pod)
+    return ", ".join(f"{' and '.join(pods)} to {target}" for target, pods in by_target.items())
+
+
+def _nodes_text(nodes: list[str]) -> str:
+    if len(nodes) == 1:
+        return f"Node {nodes[0]} has"
+    return f"Nodes {nodes[0]} and {len(nodes) - 1} more have"
+
+
+def _lacks_text(s: NodeSupply) -> str:
+    return f"{s.node} has {'; '.join(_lacks(s))}" if s.needed or s.lacking else s.node
+
+
+def _shortfall(
+    hosts: list[NodeSupply], requests: Resources, scale: int
+) -> dict[str, tuple[int, int]]:
+    """What the demand (`scale` pods) exceeds in total over `hosts`: {what: (needed, free)}."""
+    short: dict[str, tuple[int, int]] = {}
+    for k, n in sorted(hosts[0].needed.items()):
+        free = sum(s.devices.get(k, 0) for s in hosts)
+        if free < n * scale:
+            short[k] = (n * scale, free)
+    for r, amount in sorted(requests.items()):
+        if amount <= 0:
+            continue
+        free = sum(max(0, s.free.get(r, 0)) for s in hosts)
+        if free < amount * scale:
+            short[r] = (amount * scale, free)
+    return short
+
+
+def _per_node(s: NodeSupply, what: str, unit: int) -> int:
+    """How much of `what` one more node like `s` offers, in whole pods of `unit` each."""
+    total = s.matching.get(what, 0) if what in s.needed else s.capacity.get(what, 0)
+    return (total // unit) * unit if unit > 0 else total
 
 
 def _amount(what: str, value: int) -> str:
@@ -337,6 +690,10 @@ def _amount(what: str, value: int) -> str:
         return f"{value / 1000:g} cpu"
     if what == "memory":
         return f"{value / 1000 / 2**30:.1f}Gi memory"
+    if what == PODS:
+        return f"{value // 1000} pod slot(s)"
+    if " " not in what:
+        return f"{value / 1000:g} {what}"
     return f"{value} device(s)"
 
 
@@ -347,24 +704,12 @@ def _constraint_text(claims: list[ResourceClaim]) -> str:
                 return f"all on one {con.match_attribute}"
             if con.distinct_attribute:
                 return f"each on a distinct {con.distinct_attribute}"
-    return "counters or shared capacity"
-
-
-def _pool_message(category: str, detail: dict[str, Any]) -> str:
-    if category == "WaitingForScaleUp":
-        return (
-            f"The autoscaler will add {detail['add']} node(s) of pool {detail['pool']} for "
-            "it; it waits for them."
-        )
-    if category == "PoolLimitReached":
-        return f"A NodePool could host it, but limits stop the autoscaler: {detail['autoscaler']}."
-    return "No NodePool's nodes could ever host it; add a pool with the right devices."
+    return "shared counters or capacity"
 
 
 def why(state: ClusterState, profile: Profile | None = None) -> list[Diagnosis]:
     """A diagnosis for every pending pod, in name order (the state is left unchanged)."""
-    auditor = Auditor(state, profile)
     pending = [
         p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)
     ]
-    return [auditor.diagnose(p) for p in pending]
+    return Auditor(state, profile).audit(pending)

@@ -1,0 +1,119 @@
+"""What-if placements on a fork of the state: which running pods to move so a node frees up for
+a pending pod (defragmentation), and how many members of a gang fit together.
+
+Every simulation runs in a fork that is reverted, so the state is unchanged afterwards; moved
+pods go wherever the real scheduler puts them, under the scale-down rules (a claim shared with
+a pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+from draplan.api.core_v1 import Pod
+from draplan.autoscaler.scaledown import SAFE_TO_EVICT, _deallocate_for_move
+from draplan.cluster.podresources import is_terminal
+from draplan.cluster.state import ClusterState, ObjectKey
+from draplan.scheduler import Scheduler
+from draplan.scheduler.gangs import Gang
+
+MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
+MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
+
+
+def label(key: ObjectKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+class Mover:
+    def __init__(self, state: ClusterState, scheduler: Scheduler, gangs: dict[ObjectKey, Gang]):
+        self.state = state
+        self.scheduler = scheduler
+        self.gangs = gangs
+        self._on_node: dict[str, list[ObjectKey]] | None = None
+
+    def pods_on(self, node: str) -> list[ObjectKey]:
+        """Running pods per node, indexed once (audits run on one unchanging state)."""
+        if self._on_node is None:
+            index: dict[str, list[ObjectKey]] = {}
+            for key, pod in sorted(self.state.pods.items()):
+                if pod.spec.node_name and not is_terminal(pod):
+                    index.setdefault(pod.spec.node_name, []).append(key)
+            self._on_node = index
+        return self._on_node.get(node, [])
+
+    def _held(self, key: ObjectKey) -> int:
+        """Devices allocated to the pod's claims."""
+        pod = self.state.pods[key]
+        ns = pod.metadata.namespace
+        names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
+        names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+        total = 0
+        for name in names - {""}:
+            claim = self.state.claims.get((ns, name))
+            if claim is not None and claim.status.allocation is not None:
+                total += len(claim.status.allocation.devices.results)
+        return total
+
+    def _movable(self, node: str) -> list[tuple[int, ObjectKey]]:
+        out = []
+        for key in self.pods_on(node):
+            pod = self.state.pods[key]
+            if key in self.gangs or pod.metadata.annotations.get(SAFE_TO_EVICT) == "false":
+                continue
+            out.append((self._held(key), key))
+        return sorted(out)
+
+    def defragment(self, pod: Pod, node: str, deficit: int) -> dict[str, str] | None:
+        """The fewest running pods to move off `node` (holding at least `deficit` devices
+        together) so that `pod` fits there and each moved pod fits elsewhere: {pod: new node}."""
+        movable = self._movable(node)
+        tries = 0
+        for size in range(1, min(MAX_MOVED, len(movable)) + 1):
+            for combo in combinations(movable, size):
+                if sum(held for held, _ in combo) < deficit:
+                    continue
+                tries += 1
+                if tries > MAX_TRIES:
+                    return None
+                moved = self._try(pod, node, [key for _, key in combo])
+                if moved is not None:
+                    return moved
+        return None
+
+    def _try(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
+        state = self.state
+        with state.forked():
+            if _deallocate_for_move(state, node, set(keys)):
+                return None
+            for key in keys:
+                state.unbind_pod(state.pods[key])
+            if self.scheduler.schedule_pod(state, pod, [node]).node is None:
+                return None
+            out = {}
+            for key in keys:
+                result = self.scheduler.schedule_pod(state, state.pods[key])
+                if result.node is None:
+                    return None
+                out[label(key)] = result.node
+            return out
+
+    def together(self, pods: Sequence[Pod], nodes: list[str] | None = None) -> int:
+        """How many of `pods` the scheduler places one after another (on `nodes` only)."""
+        with self.state.forked():
+            return sum(1 for p in pods if self.scheduler.schedule_pod(self.state, p, nodes).node)
+
+    def best_domain(self, pods: Sequence[Pod], key: str) -> tuple[str, int, int]:
+        """The `key` domain where most of `pods` fit together: (domain, fitted, domains)."""
+        domains: dict[str, list[str]] = {}
+        for name, node in sorted(self.state.nodes.items()):
+            value = node.metadata.labels.get(key)
+            if value is not None:
+                domains.setdefault(value, []).append(name)
+        best = ("", 0)
+        for value, nodes in sorted(domains.items()):
+            fitted = self.together(pods, nodes)
+            if fitted > best[1]:
+                best = (value, fitted)
+        return best[0], best[1], len(domains)

@@ -1,0 +1,189 @@
+"""What the NodePools can do for a pending pod, from the autoscaler itself: the pool and node
+count it waits for, the limit that stops it, or why no pool's node could ever hold it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.options import Option
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
+from draplan.cluster.state import ClusterState, ObjectKey
+from draplan.scheduler import Profile, Scheduler
+
+WAITING = "WaitingForScaleUp"
+LIMITED = "PoolLimitReached"
+NO_POOL = "NoPoolCanFit"
+
+
+@dataclass
+class PoolVerdict:
+    category: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    fix: dict[str, Any] | None = None
+
+
+def _raised(pool: NodePool, extra: int, domains: bool) -> NodePool:
+    """`pool` with room for `extra` more nodes and, with `domains`, unbounded domains."""
+    spec = pool.spec
+    topology = spec.topology
+    if domains:
+        topology = tuple(msgspec.structs.replace(t, nodes_per_domain=0) for t in topology)
+    spec = msgspec.structs.replace(spec, max_nodes=spec.max_nodes + extra, topology=topology)
+    return msgspec.structs.replace(pool, spec=spec)
+
+
+class PoolAdvisor:
+    """One autoscaler plan for the whole state (as `draplan scale` makes it); plans with the
+    pools' limits raised are made only when some pod is stopped by a limit, to name the fix."""
+
+    def __init__(self, state: ClusterState, profile: Profile, pending: int) -> None:
+        self.state = state
+        self.profile = profile
+        self.pending = pending
+        plan = self._plan(dict(state.node_pools))
+        self.options = _by_pod(plan)
+        self.reasons = {key: why for key, _, why in plan.pending}
+        self._raised: dict[bool, tuple[dict[ObjectKey, Option], dict[str, int]]] = {}
+        self._misses: dict[bytes, dict[str, str]] = {}
+
+    def _plan(self, pools: dict[str, NodePool]) -> Plan:
+        saved = dict(self.state.node_pools)
+        self.state.node_pools.clear()
+        self.state.node_pools.update(pools)
+        try:
+            with self.state.forked():
+                return Autoscaler(self.profile).plan(self.state, scale_down=False)
+        finally:
+            self.state.node_pools.clear()
+            self.state.node_pools.update(saved)
+
+    def raised(self, domains: bool) -> tuple[dict[ObjectKey, Option], dict[str, int]]:
+        """What the autoscaler would do with every maxNodes raised by the number of pending
+        pods (no pod needs more than one new node) and, with `domains`, unbounded domains: the
+        option per pod, and the nodes added per pool."""
+        if domains not in self._raised:
+            pools = {
+                name: _raised(p, self.pending, domains) for name, p in self.state.node_pools.items()
+            }
+            plan = self._plan(pools)
+            added: dict[str, int] = {}
+            for option in plan.scale_up:
+                name = option.pool.metadata.name
+                added[name] = added.get(name, 0) + len(option.nodes)
+            self._raised[domains] = (_by_pod(plan), added)
+        return self._raised[domains]
+
+    def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
+        option = self.options.get(key)
+        if option is not None:
+            return _waiting(option)
+        why = self.reasons.get(key)
+        if why is None:
+            return None  # the plan places it on an existing node: not a pool question
+        if why.startswith("no NodePool"):
+            return self._no_pool(pod, shape, why)
+        return self._limited(key, why)
+
+    def _limited(self, key: ObjectKey, why: str) -> PoolVerdict:
+        evidence: dict[str, Any] = {"autoscaler": why}
+        options, added = self.raised(domains=False)
+        option = options.get(key)
+        if option is not None:
+            pool = self.state.node_pools[option.pool.metadata.name]
+            name = pool.metadata.name
+            # Room for every pod the raised plan serves from this pool, not only this one.
+            need = len(pool_members(self.state, pool)) + added[name]
+            return PoolVerdict(
+                LIMITED,
+                f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "
+                f"raise maxNodes to {need} so the autoscaler can add a node for it.",
+                evidence,
+                {"pool": name, "maxNodes": need, "add": need - pool.spec.max_nodes},
+            )
+        options, added = self.raised(domains=True)
+        option = options.get(key)
+        if option is not None and option.pool.spec.topology:
+            name = option.pool.metadata.name
+            pool = self.state.node_pools[name]
+            topo = pool.spec.topology[0]
+            fix: dict[str, Any] = {
+                "pool": name,
+                "add": len(option.nodes),
+                "nodesPerDomain": topo.nodes_per_domain,
+                "needed": len(option.nodes),
+            }
+            also = ""
+            need = len(pool_members(self.state, pool)) + added[name]
+            if need > pool.spec.max_nodes:  # both limits bind: name both
+                fix["maxNodes"] = need
+                also = f" and raise maxNodes to {need}"
+            return PoolVerdict(
+                LIMITED,
+                f"Pool {name} would need {len(option.nodes)} node(s) in one {topo.key} domain "
+                f"but its domains hold {topo.nodes_per_domain}; use a pool with larger domains "
+                f"or split the gang{also}.",
+                evidence,
+                fix,
+            )
+        return PoolVerdict(
+            LIMITED,
+            f"A NodePool could host it alone but the autoscaler adds nothing for it ({why}).",
+            evidence,
+        )
+
+    def _no_pool(self, pod: Pod, shape: bytes, why: str) -> PoolVerdict:
+        misses = self.misses(pod, shape)
+        first = next(iter(misses.items()), None)
+        example = f" (pool {first[0]}: {first[1]})" if first else ""
+        return PoolVerdict(
+            NO_POOL,
+            f"No NodePool's node could ever hold it{example}; add a pool whose nodes offer "
+            "what it asks for.",
+            {"autoscaler": why, "pools": misses},
+            {"action": "add a NodePool whose nodes fit the pod"},
+        )
+
+    def misses(self, pod: Pod, shape: bytes) -> dict[str, str]:
+        """Per pool, why the pod does not fit one empty node of it (the scheduler's words)."""
+        if shape not in self._misses:
+            scheduler = Scheduler(self.profile)
+            out = {}
+            for name, pool in sorted(self.state.node_pools.items()):
+                with self.state.forked():
+                    node, labels = NodeNamer(self.state, pool).next()
+                    add_new_node(self.state, make_node(self.state, pool, node, labels))
+                    result = scheduler.schedule_pod(self.state, pod, [node])
+                out[name] = _why_not(result.reason.to_dict() if result.reason else {}, node)
+            self._misses[shape] = out
+        return self._misses[shape]
+
+
+def _why_not(reason: dict[str, Any], node: str) -> str:
+    detail = reason.get("evidence", {}).get("allocator", {}).get(node)
+    if detail:
+        return str(detail["message"]).replace(f" on node {node}", "")
+    return str(reason.get("message", "it fits"))
+
+
+def _by_pod(plan: Plan) -> dict[ObjectKey, Option]:
+    return {key: option for option in plan.scale_up for key in option.pods}
+
+
+def _waiting(option: Option) -> PoolVerdict:
+    pool = option.pool.metadata.name
+    add = len(option.nodes)
+    cost = round(option.cost_per_hour, 4)
+    return PoolVerdict(
+        WAITING,
+        f"The autoscaler adds {add} node(s) of pool {pool} (${cost:g}/h) for it; it waits "
+        "for them to join.",
+        {"pool": pool, "add": add, "costPerHour": cost},
+        {"pool": pool, "add": add, "costPerHour": cost},
+    )

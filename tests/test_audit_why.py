@@ -1,0 +1,502 @@
+"""`draplan.audit.why`: every category on at least two scenarios (category and key evidence),
+the ranking where several fit, the same 8-GPU pod on three cluster states, one actionable
+sentence per pod, determinism, and `draplan why` on the command line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import audit_scenarios as sc
+from draplan.api.codec import decode
+from draplan.api.draplan_v1alpha1 import SchedulerProfile
+from draplan.audit import CATEGORIES, Diagnosis, why
+from draplan.audit.why import Placer
+from draplan.cluster.state import ClusterState
+from draplan.scheduler import Profile, Scheduler, build_profile
+from scale_scenarios import load, scenario_gang, scenario_numa, scenario_pcie, write
+
+Objs = list[dict[str, Any]]
+
+
+def zero_timeout() -> Profile:
+    doc = decode(sc.zero_timeout_profile())
+    assert isinstance(doc, SchedulerProfile)
+    return build_profile(doc)
+
+
+def audit(objs: Objs, profile: Profile | None = None) -> dict[str, Diagnosis]:
+    return {d.pod[1]: d for d in why(load(objs), profile)}
+
+
+def one(objs: Objs, pod: str, category: str, profile: Profile | None = None) -> Diagnosis:
+    d = audit(objs, profile)[pod]
+    assert d.category == category, d.to_dict()
+    assert_one_sentence(d.message)
+    return d
+
+
+def assert_one_sentence(message: str) -> None:
+    """One sentence: starts with a capital, ends with a full stop, no full stop inside."""
+    assert message[:1].isupper() or message[:1].isdigit(), message
+    assert message.endswith("."), message
+    assert not re.search(r"[.!?]\s+[A-Z]", message[:-1]), message
+
+
+# --- the seed's distinction: one pod, three cluster states ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "category"),
+    [
+        (sc.fragmented, "Fragmentation"),
+        (sc.topology_mismatch, "TopologyMismatch"),
+        (sc.exhausted, "CapacityExhausted"),
+    ],
+)
+def test_same_eight_gpu_pod_on_three_states(state: Callable[[], Objs], category: str) -> None:
+    d = one(state(), "trainer", category)
+    assert d.devices == 8
+    if category == "Fragmentation":
+        # 8 GPUs free in total, one per node: each nearest miss has 1 of 8.
+        assert d.evidence["nodes"] == {"InsufficientDevices": 8}
+        assert all(
+            v == ["pod claim 'dev' gpus: 1 of 8 devices free"]
+            for v in d.evidence["nearestMiss"].values()
+        )
+    elif category == "TopologyMismatch":
+        assert d.evidence["shapedNodes"] == ["node-0"]
+        assert "gpu.example.com/numa" in d.message
+    else:
+        assert d.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 8, "free": 4}}
+        assert d.fix is not None and d.fix["missing"] == 4 and d.fix["add"] == 1
+
+
+# --- NoMatchingDevice ------------------------------------------------------------------------
+
+
+def test_no_matching_device_selector_matches_nothing() -> None:
+    d = one(sc.no_such_model(), "wants-b200", "NoMatchingDevice")
+    assert d.evidence["requests"] == [
+        "pod claim 'dev' request gpus (class gpu.example.com with its selectors matches no device)"
+    ]
+    assert d.fix == {"action": "fix the claim's class or CEL selectors"}
+
+
+def test_no_matching_device_class_missing() -> None:
+    d = one(sc.missing_class(), "wants-tpu", "NoMatchingDevice")
+    assert "device class tpu.example.com does not exist" in d.evidence["requests"][0]
+
+
+def test_no_matching_device_template_missing() -> None:
+    d = one(sc.missing_template(), "orphan", "NoMatchingDevice")
+    assert "no-such-template" in d.evidence["claim"]
+
+
+def test_a_nodepool_template_device_is_a_match() -> None:
+    """The b200 exists only in a NodePool template: not a configuration error."""
+    objs = [
+        *sc.no_such_model(),
+        sc.node_pool(
+            "b200s",
+            "50",
+            [{"name": "gpu-0", "attributes": {"model": {"string": "b200"}}}],
+        ),
+    ]
+    d = one(objs, "wants-b200", "WaitingForScaleUp")
+    assert d.fix == {"pool": "b200s", "add": 1, "costPerHour": 50.0}
+
+
+# --- GangIncomplete --------------------------------------------------------------------------
+
+
+def test_gang_incomplete_fewer_members_than_min() -> None:
+    result = audit(sc.gang_short_of_members())
+    for name in ("quad-0", "quad-1"):
+        d = result[name]
+        assert d.category == "GangIncomplete"
+        assert d.evidence == {"gang": "PodGroup default/quad", "members": 2, "minCount": 4}
+        assert d.fix == {"action": "create the missing members", "missing": 2}
+        assert_one_sentence(d.message)
+
+
+def test_gang_incomplete_group_object_missing() -> None:
+    d = one(sc.gang_without_group(), "lost-0", "GangIncomplete")
+    assert d.evidence["missing"] == "podgroup default/ghost not found"
+    assert d.fix == {"action": "create the group object"}
+
+
+# --- Schedulable -----------------------------------------------------------------------------
+
+
+def test_schedulable_single_pod() -> None:
+    d = one(sc.fits_now(), "p", "Schedulable")
+    assert d.evidence == {"node": "node-0"} and d.fix is None
+
+
+def test_schedulable_gang() -> None:
+    result = audit(sc.gang_fits_now())
+    assert {n: d.category for n, d in result.items()} == {
+        "pair-0": "Schedulable",
+        "pair-1": "Schedulable",
+    }
+
+
+def test_the_queue_ahead_takes_its_share_first() -> None:
+    result = audit(sc.queue_contention())
+    assert result["first"].category == "Schedulable"
+    second = result["second"]
+    assert second.category == "CapacityExhausted"
+    assert second.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 8, "free": 0}}
+
+
+# --- NodeConstraints -------------------------------------------------------------------------
+
+
+def test_node_constraints_selector() -> None:
+    d = one(sc.selector_excludes(), "zoned", "NodeConstraints")
+    assert list(d.evidence["excludedNodes"]) == ["node-a"]
+    assert "node affinity/selector" in d.evidence["excludedNodes"]["node-a"]
+    assert d.fix == {"action": "relax the pod's node selector or affinity", "nodes": ["node-a"]}
+
+
+def test_node_constraints_taint() -> None:
+    d = one(sc.taint_excludes(), "untolerated", "NodeConstraints")
+    assert "dedicated" in d.evidence["excludedNodes"]["node-free"]
+    assert d.fix is not None and d.fix["action"] == "add a toleration for the node taint"
+
+
+# --- NodePools -------------------------------------------------------------------------------
+
+
+def test_waiting_for_scale_up_single_pod() -> None:
+    d = one(scenario_numa(), "finetune", "WaitingForScaleUp")
+    assert d.fix == {"pool": "right-numa", "add": 1, "costPerHour": 30.0}
+
+
+def test_waiting_for_scale_up_gang() -> None:
+    result = audit(scenario_gang(per_domain=4))
+    assert {d.category for d in result.values()} == {"WaitingForScaleUp"}
+    assert result["train-0"].fix == {"pool": "nvl72", "add": 4, "costPerHour": 393.28}
+
+
+def test_waiting_for_scale_up_pcie_pairs() -> None:
+    d = one(scenario_pcie(), "rdma-worker", "WaitingForScaleUp")
+    assert d.fix is not None and d.fix["pool"] == "paired-roots"
+
+
+def test_pool_limit_max_nodes() -> None:
+    result = audit(sc.pool_max_reached())
+    assert result["first"].category == "WaitingForScaleUp"
+    d = result["second"]
+    assert d.category == "PoolLimitReached"
+    assert d.fix == {"pool": "gpu8", "maxNodes": 2, "add": 1}
+    assert "maxNodes 1" in d.message
+
+
+def test_pool_limit_domain_size() -> None:
+    d = one(scenario_gang(), "train-0", "PoolLimitReached")
+    assert d.fix == {"pool": "nvl72", "add": 4, "nodesPerDomain": 3, "needed": 4}
+    assert "nvl72" in d.evidence["autoscaler"]
+
+
+def test_pool_limit_both_limits_named() -> None:
+    d = one(scenario_gang(max_nodes=2), "train-0", "PoolLimitReached")
+    assert d.fix is not None and d.fix["nodesPerDomain"] == 3 and d.fix["maxNodes"] == 4
+
+
+def test_no_pool_can_fit_numa() -> None:
+    d = one(sc.pool_wrong_numa(), "finetune", "NoPoolCanFit")
+    assert "tolerated taints" in d.evidence["pools"]["cheap-pcie"]
+
+
+def test_no_pool_can_fit_pcie() -> None:
+    d = one(sc.pool_split_roots(), "rdma-worker", "NoPoolCanFit")
+    assert "matchAttribute" in d.evidence["pools"]["split-roots"]
+
+
+# --- CapacityExhausted -----------------------------------------------------------------------
+
+
+def test_capacity_exhausted_gang_demand() -> None:
+    result = audit(sc.gang_exhausted())
+    for name in ("big-0", "big-1"):
+        d = result[name]
+        assert d.category == "CapacityExhausted"
+        assert d.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 16, "free": 8}}
+        assert d.fix == {
+            "action": "add nodes",
+            "resource": "pod claim 'dev' gpus",
+            "missing": 8,
+            "add": 1,
+            "like": "node-0",
+        }
+        assert "the gang" in d.message
+
+
+def test_capacity_exhausted_no_node_big_enough() -> None:
+    d = one(sc.too_big(), "huge", "CapacityExhausted")
+    assert d.evidence["nearestMiss"]["node-0"] == ["cpu: 64 cpu free of 128 cpu needed"]
+    assert d.fix == {"action": "add nodes that can hold the pod"}
+
+
+# --- TopologyMismatch ------------------------------------------------------------------------
+
+
+def test_topology_mismatch_pcie_root() -> None:
+    d = one(sc.pcie_mismatch(), "rdma-worker", "TopologyMismatch")
+    assert d.evidence["shapedNodes"] == ["node-0"]
+    assert "resource.kubernetes.io/pcieRoot" in d.message
+
+
+def test_topology_mismatch_gang_domain() -> None:
+    d = one(sc.gang_domain_mismatch(), "ring-0", "TopologyMismatch")
+    assert d.evidence["domains"] == 2
+    assert d.evidence["bestDomain"] == "a" and d.evidence["fitsInBest"] == 1
+    assert d.fix is not None and d.fix["domain"] == "a"
+
+
+# --- Fragmentation ---------------------------------------------------------------------------
+
+
+def test_fragmentation_names_the_pods_to_move() -> None:
+    d = one(sc.defragmentable(), "trainer", "Fragmentation")
+    assert d.fix == {
+        "action": "move pods to defragment",
+        "node": "node-0",
+        "move": {"default/small-a": "node-1", "default/small-b": "node-1"},
+    }
+    assert d.evidence["nearestMiss"]["node-0"] == ["pod claim 'dev' gpus: 6 of 8 devices free"]
+
+
+def test_fragmentation_without_a_move_suggests_a_node() -> None:
+    """Every node holds a 7-GPU pod that fits nowhere else: no move helps."""
+    d = one(sc.fragmented(), "trainer", "Fragmentation")
+    assert d.fix == {"action": "add a node", "like": "node-0", "add": 1}
+
+
+# --- GangUnplaceable -------------------------------------------------------------------------
+
+
+def test_gang_unplaceable_device_leftovers() -> None:
+    d = one(sc.gang_split_leftovers(), "trio-0", "GangUnplaceable")
+    assert d.evidence["fitTogether"] == 2 and d.evidence["needed"] == 3
+    assert d.fix == {"action": "free room for the whole gang or lower minCount", "more": 1}
+
+
+def test_gang_unplaceable_cpu() -> None:
+    d = one(sc.gang_cpu_split(), "duo-1", "GangUnplaceable")
+    assert d.evidence["fitTogether"] == 1 and d.evidence["needed"] == 2
+    assert d.evidence["nearestMiss"]["node-1"] == ["cpu: 34 cpu free of 40 cpu needed"]
+
+
+# --- Timeout ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_timeout_when_every_candidate_runs_out_of_budget(nodes: int) -> None:
+    d = one(sc.search_budget(nodes), "searcher", "Timeout", zero_timeout())
+    assert d.evidence["nodes"] == {"Timeout": nodes}
+    assert d.evidence["timedOut"] == [f"node-{n}" for n in range(nodes)]
+
+
+def test_timeout_cli(run_cli: Any, tmp_path: Path) -> None:
+    profile = write(tmp_path, [sc.zero_timeout_profile()], "profile.yaml")
+    path = write(tmp_path, sc.search_budget(2))
+    out = run_cli("why", "-f", path, "--profile", profile, "-o", "json")
+    assert out.code == 0, out.err
+    assert out.json()["summary"] == {"Timeout": 1}
+
+
+# --- the ranking where several categories fit -------------------------------------------------
+
+
+def test_rank_no_matching_device_before_gang_incomplete() -> None:
+    objs = [
+        *sc.no_such_model(),
+        sc.coscheduling_group("g", 3),
+        sc.gang_member("g-0", "g", "b200"),
+    ]
+    assert audit(objs)["g-0"].category == "NoMatchingDevice"
+
+
+def test_rank_gang_incomplete_before_schedulable() -> None:
+    """Room for both members, but only one exists."""
+    objs = [*sc.gang_fits_now()[:-1]]
+    assert audit(objs)["pair-0"].category == "GangIncomplete"
+
+
+def test_rank_schedulable_before_node_constraints() -> None:
+    """A tainted node with room is no problem while an untainted one has room too."""
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    objs = [
+        sc.device_class(),
+        *sc.gpu_node("a-tainted", taints=taint),
+        *sc.gpu_node("b-open"),
+        sc.gpu_template("four", 4),
+        sc.pending("p", "four"),
+    ]
+    assert audit(objs)["p"].category == "Schedulable"
+
+
+def test_rank_node_constraints_before_pools() -> None:
+    """A pool could host it, but an existing node with room is excluded by a taint."""
+    objs = [*sc.taint_excludes(), sc.node_pool("gpu8", "20", sc.gpus(8))]
+    assert audit(objs)["untolerated"].category == "NodeConstraints"
+
+
+def test_rank_pools_before_capacity() -> None:
+    """Capacity is exhausted, but a NodePool can add a node: the autoscaler's answer wins."""
+    objs = [*sc.exhausted(), sc.node_pool("gpu8", "20", sc.gpus(8))]
+    d = one(objs, "trainer", "WaitingForScaleUp")
+    assert d.fix == {"pool": "gpu8", "add": 1, "costPerHour": 20.0}
+
+
+def test_rank_capacity_before_topology() -> None:
+    """A node whose 6 free GPUs are split 3/3 over NUMA nodes: the 8-on-one-NUMA pod fails
+    on shape too, but 6 < 8 free comes first."""
+    objs = [
+        sc.device_class(),
+        *sc.eight_gpu_pod(numa=True),
+        *sc.gpu_node("node-0", [0, 0, 0, 0, 1, 1, 1, 1], held_by={"w": [0, 4]}),
+    ]
+    d = one(objs, "trainer", "CapacityExhausted")
+    assert d.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 8, "free": 6}}
+
+
+def test_rank_topology_before_fragmentation() -> None:
+    """node-0 has 8 free split over two NUMA nodes; the others have fewer: a shape problem
+    on node-0 comes before the split across nodes."""
+    objs = [*sc.topology_mismatch(), *sc.gpu_node("node-1", held_by=sc.holding("node-1", 3))]
+    assert audit(objs)["trainer"].category == "TopologyMismatch"
+
+
+def test_rank_topology_before_timeout() -> None:
+    """One node runs out of budget, another fails the constraint for sure: TopologyMismatch."""
+    objs = sc.search_budget(1)
+    easy = sc.hard_slice("node-easy")
+    for i, dev in enumerate(easy["spec"]["devices"]):
+        # Five values of a and b: never six distinct, which the search sees at once.
+        dev["attributes"] = {"a": {"int": i % 5}, "b": {"int": i % 5}}
+    objs += [sc.node("node-easy"), easy]
+    d = one(objs, "searcher", "TopologyMismatch", zero_timeout())
+    assert d.evidence["nodes"] == {"ConstraintUnsatisfiable": 1, "Timeout": 1}
+
+
+def test_rank_fragmentation_before_gang_unplaceable() -> None:
+    """Three nodes with 4 free GPUs each and a gang of two 6-GPU pods: 12 free for 12 needed,
+    but no member fits anywhere alone: Fragmentation (judged per pod), not GangUnplaceable."""
+    objs = [sc.device_class(), sc.gpu_template("six", 6), sc.coscheduling_group("pair", 2)]
+    for n in range(3):
+        objs += sc.gpu_node(f"node-{n}", held_by=sc.holding(f"node-{n}", 4))
+    objs += [sc.gang_member(f"pair-{i}", "pair", "six") for i in range(2)]
+    d = one(objs, "pair-0", "Fragmentation")
+    assert d.evidence["nodes"] == {"InsufficientDevices": 3}
+
+
+# --- properties of every answer ---------------------------------------------------------------
+
+ALL: list[tuple[Callable[[], Objs], Profile | None]] = [
+    (sc.mixed_queue, None),
+    (sc.fragmented, None),
+    (sc.topology_mismatch, None),
+    (sc.exhausted, None),
+    (sc.no_such_model, None),
+    (sc.missing_template, None),
+    (sc.missing_class, None),
+    (sc.gang_short_of_members, None),
+    (sc.gang_without_group, None),
+    (sc.fits_now, None),
+    (sc.gang_fits_now, None),
+    (sc.queue_contention, None),
+    (sc.selector_excludes, None),
+    (sc.taint_excludes, None),
+    (sc.pool_max_reached, None),
+    (sc.pool_wrong_numa, None),
+    (sc.pool_split_roots, None),
+    (sc.gang_exhausted, None),
+    (sc.too_big, None),
+    (sc.pcie_mismatch, None),
+    (sc.gang_domain_mismatch, None),
+    (sc.defragmentable, None),
+    (sc.gang_split_leftovers, None),
+    (sc.gang_cpu_split, None),
+    (scenario_numa, None),
+    (scenario_gang, None),
+    (scenario_pcie, None),
+]
+
+
+def test_every_category_is_reached() -> None:
+    seen = {d.category for build, profile in ALL for d in why(load(build()), profile)}
+    seen |= {d.category for d in why(load(sc.search_budget()), zero_timeout())}
+    assert seen == set(CATEGORIES)
+
+
+@pytest.mark.parametrize(("build", "profile"), ALL, ids=lambda x: getattr(x, "__name__", ""))
+def test_deterministic_one_sentence_and_state_unchanged(
+    build: Callable[[], Objs], profile: Profile | None
+) -> None:
+    state = load(build())
+    before = _snapshot(state)
+    first = [d.to_dict() for d in why(state, profile)]
+    assert _snapshot(state) == before
+    assert [d.to_dict() for d in why(state, profile)] == first
+    # Input order does not matter either.
+    assert [d.to_dict() for d in why(load(list(reversed(build()))), profile)] == first
+    for d in first:
+        assert d["category"] in CATEGORIES
+        assert_one_sentence(d["message"])
+
+
+def _snapshot(state: ClusterState) -> tuple[Any, ...]:
+    return (
+        sorted((k, p.spec.node_name) for k, p in state.pods.items()),
+        sorted(
+            (k, c.status.allocation is not None, len(c.status.reserved_for))
+            for k, c in state.claims.items()
+        ),
+        sorted(state.nodes.keys()),
+        sorted(state.exclusive.items()),
+    )
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        sc.queue_contention,
+        sc.gang_fits_now,
+        sc.gang_split_leftovers,
+        sc.defragmentable,
+        sc.mixed_queue,
+    ],
+)
+def test_placer_places_as_the_scheduler_does(build: Callable[[], Objs]) -> None:
+    """The audit's quiet scheduler only skips failure messages: same placements."""
+
+    ours = {r.key: r.node for r in Placer().place(load(build()))}
+    assert ours == {r.key: r.node for r in Scheduler().run(load(build()))}
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_why_cli_json(run_cli: Any, tmp_path: Path) -> None:
+    objs = [*sc.queue_contention()]
+    out = run_cli("why", "-f", write(tmp_path, objs), "-o", "json")
+    assert out.code == 0, out.err
+    doc = out.json()
+    assert [p["pod"] for p in doc["pods"]] == ["default/first", "default/second"]
+    assert set(doc["pods"][0]) == {"pod", "category", "message", "evidence", "fix"}
+    assert doc["summary"] == {"Schedulable": 1, "CapacityExhausted": 1}
+
+
+def test_why_cli_table_groups_by_category(run_cli: Any, tmp_path: Path) -> None:
+    out = run_cli("why", "-f", write(tmp_path, sc.gang_exhausted()))
+    assert out.code == 0, out.err
+    assert "CapacityExhausted (2)" in out.out
+    assert "default/big-0" in out.out

@@ -179,6 +179,13 @@ class Search:
         return out
 
     def _ordered(self, spec: RequestSpec, views: list[DeviceView]) -> list[DeviceView]:
+        prefer = self.options.prefer
+        if prefer is not None and len(views) > 1:
+            claim = self.claims[spec.claim_index]
+            ordered = list(prefer.order(self.state, self.node, claim, spec.name, views))
+            if len(ordered) != len(views) or {id(v) for v in ordered} != {id(v) for v in views}:
+                raise ValueError(f"{spec.where(claim)}: the device preference changed the set")
+            return ordered
         if self.options.device_order == "first-fit" or len(views) < 2:
             return views
         return sorted(views, key=self._tight_key)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
+
+if TYPE_CHECKING:
+    from draplan.api.core_v1 import Node
+    from draplan.cluster.devices import DeviceView
+    from draplan.cluster.state import ClusterState
 
 DeviceOrder = Literal["tight", "first-fit"]
 
@@ -23,6 +29,23 @@ TIMEOUT = "Timeout"
 CLAIM_LIMIT = "ClaimLimitExceeded"
 
 
+class DevicePreference(Protocol):
+    """Which devices of a node to try first for one request: a placement policy's choice
+    inside the node (e.g. the GPU that leaves the least fragmentation). The search stays
+    complete; only the order in which it tries candidates changes."""
+
+    def order(
+        self,
+        state: ClusterState,
+        node: Node,
+        claim: ResourceClaim,
+        request: str,
+        views: Sequence[DeviceView],
+    ) -> Sequence[DeviceView]:
+        """`views` (the request's candidates, in pool order) best first; the same devices."""
+        ...
+
+
 @dataclass(frozen=True)
 class Options:
     """How to search: device order within a node, and the budget that ends any search."""
@@ -31,6 +54,8 @@ class Options:
     # DynamicResourcesArgs.filterTimeout defaults to 10 s upstream (dra-semantics §3.14).
     timeout_seconds: float = 10.0
     step_budget: int = 5_000_000
+    # Replaces `device_order` for requests it is given (None: device_order decides).
+    prefer: DevicePreference | None = None
 
 
 @dataclass(frozen=True)

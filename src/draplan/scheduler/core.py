@@ -69,9 +69,13 @@ def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> b
 class Scheduler:
     """Places pending pods on a ClusterState (mutating it: pods bound, claims allocated)."""
 
-    def __init__(self, profile: Profile | None = None, gangs: bool = True) -> None:
+    def __init__(
+        self, profile: Profile | None = None, gangs: bool = True, explain: bool = True
+    ) -> None:
         self.profile = profile or build_profile()
-        self.evaluator = Evaluator(self.profile)
+        # explain=False: a pod that fits nowhere gets only "0/N nodes are available." (no
+        # per-reason counts or allocator evidence), for callers that only need placements.
+        self.evaluator = Evaluator(self.profile, explain=explain)
         # gangs=False places gang members one by one, as schedulers without gang support do.
         self.gangs = gangs
 
@@ -84,7 +88,13 @@ class Scheduler:
         dra = cycle.data.get(DYNAMIC_RESOURCES)
         claims = dra.claims if isinstance(dra, DraState) else []
         info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
-        return info, cycle, status.with_plugin(DYNAMIC_RESOURCES)
+        status = status.with_plugin(DYNAMIC_RESOURCES)
+        if status.ok:
+            for plugin in self.profile.pre_filters:
+                more = plugin.pre_filter(state, cycle, info)
+                if not more.ok:
+                    return info, cycle, more.with_plugin(plugin.name)
+        return info, cycle, status
 
     def shape_of(self, state: ClusterState, pod: Pod) -> bytes:
         """What makes pods interchangeable for scheduling (requests, selectors, claim specs)."""
@@ -97,6 +107,7 @@ class Scheduler:
         if not status.ok:
             return status, {}
         ev = self.evaluator.refresh(state, cycle, info)
+        self.evaluator.explain(state, cycle, info, ev)
         return status, {name: ev.evals[name].status for name in sorted(ev.evals)}
 
     def schedule_pod(
@@ -104,20 +115,32 @@ class Scheduler:
     ) -> PodResult:
         """One scheduling cycle for one pod; binds it on success."""
         info, cycle, status = self._pre_filter(state, pod)
-        total = len(candidates) if candidates is not None else len(state.nodes)
         if not status.ok:
+            total = len(candidates) if candidates is not None else len(state.nodes)
             code = "Error" if status.code == Code.ERROR else "PreFilter"
             return PodResult(info.key, pod, reason=pod_level(status.reasons[0], code, total))
+        evaluator = self.evaluator
         if candidates is None:
-            ev = self.evaluator.refresh(state, cycle, info)
-            chosen = self.evaluator.best(state, ev)
+            ev = evaluator.refresh(state, cycle, info)
+            chosen = evaluator.best(state, ev, info)
         else:
-            chosen = self.evaluator.best_among(state, cycle, info, candidates)
-            ev = self.evaluator.shapes[info.shape]
+            chosen = evaluator.best_among(state, cycle, info, candidates)
+            ev = evaluator.of(cycle, info)
+        while chosen is not None and ev.evals[chosen].origin:
+            # An answer shared with an identical node: evaluate the chosen node itself.
+            evaluator.confirm(state, cycle, info, ev, chosen)
+            if candidates is None:
+                chosen = evaluator.best(state, ev, info)
+            else:
+                chosen = evaluator.best_among(state, cycle, info, candidates)
         if chosen is None:
-            return PodResult(
-                info.key, pod, reason=fit_error(total, Evaluator.failures(ev, candidates))
-            )
+            if candidates is None:
+                # Every node has an entry after refresh (len(state.nodes) would walk them).
+                reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals))
+            else:
+                evaluator.explain(state, cycle, info, ev, candidates, sample=3)
+                reason = fit_error(len(candidates), Evaluator.failures(ev, candidates))
+            return PodResult(info.key, pod, reason=reason)
         return self._bind(state, cycle, info, chosen, ev.evals[chosen].details)
 
     def _bind(
@@ -129,6 +152,18 @@ class Scheduler:
         details: dict[str, object],
     ) -> PodResult:
         node = state.nodes[node_name]
+        ev = self.evaluator.of(cycle, info)
+        if node_name in ev.evals and ev.evals[node_name].origin:
+            # Callers that pick the node themselves may hold an identical node's answer.
+            self.evaluator.confirm(state, cycle, info, ev, node_name)
+            own = ev.evals[node_name]
+            if not own.status.ok:
+                return PodResult(
+                    info.key,
+                    info.pod,
+                    reason=fit_error(len(state.nodes), {node_name: own.status}),
+                )
+            details = own.details
         for plugin_name, detail in details.items():
             cycle.data[(plugin_name, node_name)] = detail
         status = self.profile.dra.reserve(state, cycle, info, node)

@@ -1,29 +1,82 @@
-"""Per-node filter and score results, cached per pod shape and node version.
+"""Per-node filter and score results, cached per pod shape and node version, and shared
+between identical nodes.
 
 Pods of one shape (same requests, selectors, tolerations and claim specs: typically one
 template) get the same answer from a node until that node changes, so each node is evaluated
 once per shape and re-evaluated only when the cluster state's change log names it. A heap of
 (-score, node) gives the best node without scanning all nodes for every pod.
+
+Unallocated claims that no pod reserves count by their spec alone, named or generated: a
+node's answer does not depend on which claim it is (Reserve applies it to the pod's own
+claims), so pods that each name their own claim of one spec share evaluations too.
+
+Identical nodes share answers. A node's answer depends on its Node object (name and hostname
+label aside), the requests of its pods, its devices and their ledgers, and what a plugin
+declares with `signature(state, node)`; nodes equal in all of that (the empty nodes of one
+type, say) are evaluated once per shape. Devices of one pool with the same spec (name aside)
+are interchangeable, so only how many of them are in each ledger state counts; a score must
+not depend on which of them is free. The filters that read only the Node object are evaluated
+once per shape and Node object kind; DynamicResources' answer depends only on the claims and
+the devices, so it is shared between nodes and shapes with the same ones, unless a score plugin
+reads the allocation itself. Shapes that name nodes (nodeName, hostname or field selectors,
+claims already allocated) never share. A shared answer may name other devices than this node's
+own choice (`NodeEval.origin`): the scheduler evaluates the chosen node itself before Reserve,
+and a failure's allocator evidence is recomputed for the nodes it is shown for.
+
+Ties between the best nodes go to the smallest node name, or (profile.ties "random") to a
+uniformly random one, as kube-scheduler's selectHost does, from a seeded generator.
 """
 
 from __future__ import annotations
 
 import heapq
+import random
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from draplan.api.core_v1 import Node
-from draplan.cluster.state import ClusterState
+import msgspec
+
+from draplan.allocator import Reason
+from draplan.api.core_v1 import Node, Pod
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
+from draplan.cluster.devices import Pool
+from draplan.cluster.state import ClusterState, ObjectKey, SharedUse, key_of
 from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
+from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
+from draplan.scheduler.reasons import FitReason, aggregate, tally
+
+HOSTNAME = "kubernetes.io/hostname"
+# Score plugins that read DynamicResources' allocation (the devices chosen on this node).
+READS_ALLOCATION = frozenset({names.TOPOLOGY_LOCALITY})
+# Filters whose answer depends only on the pod and the Node object.
+NODE_OBJECT_FILTERS = frozenset(
+    {names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY}
+)
+# Filters under which a node that only gets fuller (same Node object, more requested, more
+# device usage) never starts to fit a pod it did not fit.
+MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
+MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
+SAMPLE = 3  # failures with allocator evidence that fit_error shows
+
+DraMemo = dict[tuple[int, int], tuple[Status, str]]
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeEval:
     version: tuple[int, int]
     status: Status
     score: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    # Set when the answer was computed for another identical node or another pod shape on
+    # identical devices (its allocation may differ from this node's own): that node's name.
+    origin: str = ""
+    pod: ObjectKey | None = None  # the pod it was computed for
+    usage: Usage | None = None  # what the node gave out then (kept for failures)
+    exact: bool = True  # False: known not to fit, but the status is another filter's
 
 
 @dataclass
@@ -31,69 +84,537 @@ class ShapeEvaluations:
     cursor: int = -1
     evals: dict[str, NodeEval] = field(default_factory=dict)
     heap: list[tuple[float, str]] = field(default_factory=list)
+    shared: bool = False  # may identical nodes share this shape's answers
+    merged: bool = False  # pods of this shape name different claims
+    claims: int = -1  # the claims of the shape, for DynamicResources' shared answers
+    claimed: bool = False  # the shape has claims to allocate
+    # By node signature: (status, score, details, computed on, for pod, itself borrowed).
+    memo: dict[int, tuple[Status, float, dict[str, Any], str, ObjectKey | None, bool]] = field(
+        default_factory=dict
+    )
+    node_object: dict[int, Status | None] = field(default_factory=dict)  # by Node object kind
+    # Failures counted as fit_error counts them, kept up to date as nodes change.
+    printed: Counter[str] = field(default_factory=Counter)
+    codes: Counter[str] = field(default_factory=Counter)
+    reasoned: set[str] = field(default_factory=set)  # failing with allocator evidence
+    # Failing nodes that changed but only got fuller: still failing, status not recomputed.
+    stale: set[str] = field(default_factory=set)
+    # Random ties: feasible nodes by score (sorted names), and a heap of the scores present.
+    buckets: dict[float, list[str]] = field(default_factory=dict)
+    slot: dict[str, float] = field(default_factory=dict)
+    tops: list[float] = field(default_factory=list)
 
 
 def evaluate_node(
     profile: Profile, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node
 ) -> NodeEval:
     """Run every filter (stopping at the first failure), then the weighted scores."""
+    return _evaluate(profile, state, cycle, pod, node, 0, None, None)
+
+
+def _evaluate(
+    profile: Profile,
+    state: ClusterState,
+    cycle: CycleState,
+    pod: PodInfo,
+    node: Node,
+    start: int,
+    dra: tuple[DraMemo, tuple[int, int]] | None,
+    version: tuple[int, int] | None,
+) -> NodeEval:
+    """Filters from index `start` (those before it passed), then the scores; DynamicResources'
+    answer from `dra` (memo, key) when given."""
     name = node.metadata.name
+    if version is None:
+        version = state.version(name)
     details: dict[str, Any] = {}
-    for plugin in profile.filters:
-        status = plugin.filter(state, cycle, pod, node)
+    origin = ""
+    filters = profile.filters
+    for i in range(start, len(filters)):
+        plugin = filters[i]
+        if dra is not None and plugin is profile.dra:
+            memo, key = dra
+            hit = memo.get(key)
+            if hit is None:
+                status = plugin.filter(state, cycle, pod, node)
+                if not status.ok:
+                    status = status.with_plugin(plugin.name)
+                if len(memo) >= MEMO_ENTRIES * 4:
+                    memo.clear()
+                memo[key] = (status, name)
+            else:
+                status, origin = hit  # borrowed even from this node: the pod may differ
+        else:
+            status = plugin.filter(state, cycle, pod, node)
         if not status.ok:
-            return NodeEval(state.version(name), status.with_plugin(plugin.name))
+            if status.plugin != plugin.name:
+                status = status.with_plugin(plugin.name)
+            return NodeEval(version, status, origin=origin)
         if status.detail is not None:
             details[plugin.name] = status.detail
             cycle.data[(plugin.name, name)] = status.detail
     score = sum(weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.scores)
-    return NodeEval(state.version(name), Status(), score, details)
+    return NodeEval(version, Status(), score, details, origin)
+
+
+def _final(status: Status) -> bool:
+    """A failure that more usage cannot undo (not an error, not a search timeout)."""
+    if status.code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+        return False
+    return not (isinstance(status.detail, Reason) and status.detail.code == "Timeout")
+
+
+def evaluation_key(pod: PodInfo, claims: Sequence[ResourceClaim]) -> bytes:
+    """`pod.shape`, except that unallocated claims that no pod reserves count by their spec
+    alone (the scheduler's shape keeps named claims apart; their evaluation need not)."""
+    if not any(_anonymous_named(c) for c in claims):
+        return pod.shape
+    spec = pod.pod.spec
+    claim_shapes = [
+        ("allocated", key_of(c), c.status.allocation.node_selector)
+        if c.status.allocation is not None
+        else ("pending", None if not c.status.reserved_for else key_of(c), c.spec)
+        for c in claims
+    ]
+    return b"m" + msgspec.msgpack.encode(
+        (
+            sorted(pod.requests.items()),
+            spec.node_name,
+            spec.node_selector,
+            spec.affinity,
+            spec.tolerations,
+            claim_shapes,
+        ),
+        enc_hook=str,
+    )
+
+
+def _anonymous_named(claim: ResourceClaim) -> bool:
+    return (
+        claim.status.allocation is None
+        and not claim.status.reserved_for
+        and POD_CLAIM_ANNOTATION not in claim.metadata.annotations
+    )
+
+
+def shareable(pod: Pod, claims: Iterable[ResourceClaim]) -> bool:
+    """Whether the pod's answers can be shared between identical nodes: it names no node."""
+    spec = pod.spec
+    if spec.node_name or HOSTNAME in spec.node_selector:
+        return False
+    aff = spec.affinity.node_affinity if spec.affinity is not None else None
+    if aff is not None:
+        required = aff.required_during_scheduling_ignored_during_execution
+        terms = [
+            *(required.node_selector_terms if required is not None else ()),
+            *(p.preference for p in aff.preferred_during_scheduling_ignored_during_execution),
+        ]
+        for term in terms:
+            if term.match_fields or any(r.key == HOSTNAME for r in term.match_expressions):
+                return False
+    return all(claim.status.allocation is None for claim in claims)
+
+
+def _shared_use(use: SharedUse | None) -> tuple[int, tuple[tuple[str, int], ...]]:
+    return (0, ()) if use is None else (use.shares, tuple(sorted(use.consumed.items())))
+
+
+class Usage(NamedTuple):
+    """What is taken from a node: its pods' requests and, per pool, each device's ledger
+    entry (exclusive holders; shares and consumed capacity) and the counters used."""
+
+    node: Node
+    requested: dict[str, int]
+    pools: tuple[
+        tuple[
+            int, tuple[tuple[int, tuple[int, tuple[tuple[str, int], ...]]], ...], tuple[int, ...]
+        ],
+        ...,
+    ]
+
+
+def fuller(now: Usage, before: Usage) -> bool:
+    """Whether the node is the same Node object and nothing it gave out has come back since
+    `before`: then a pod that did not fit still does not (the filters are monotone)."""
+    if now.node is not before.node or len(now.pools) != len(before.pools):
+        return False
+    requested = now.requested
+    for key, amount in before.requested.items():
+        if requested.get(key, 0) < amount:
+            return False
+    for (t_now, l_now, c_now), (t_before, l_before, c_before) in zip(
+        now.pools, before.pools, strict=True
+    ):
+        if t_now != t_before:
+            return False
+        if l_now != l_before:
+            for (x_now, (s_now, cap_now)), (x_before, (s_before, cap_before)) in zip(
+                l_now, l_before, strict=True
+            ):
+                if x_now < x_before or s_now < s_before:
+                    return False
+                if cap_now != cap_before:
+                    used = dict(cap_now)
+                    if any(used.get(k, 0) < v for k, v in cap_before):
+                        return False
+        if any(a < b for a, b in zip(c_now, c_before, strict=True)):
+            return False
+    return True
 
 
 class Evaluator:
     """Keeps ShapeEvaluations for every shape seen; answers "best node" and "why not"."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, explain: bool = True) -> None:
         self.profile = profile
+        self.explain_failures = explain
         self.shapes: dict[bytes, ShapeEvaluations] = {}
+        self.rng = random.Random(profile.seed)
+        self.random_ties = profile.ties == "random"
+        self._dra_shared = not any(p.name in READS_ALLOCATION for p, _ in profile.scores)
+        self._extra = [
+            p.signature
+            for p in (*profile.filters, *(p for p, _ in profile.scores))
+            if callable(getattr(p, "signature", None))
+        ]
+        prefix = 0
+        while prefix < len(profile.filters) and profile.filters[prefix].name in NODE_OBJECT_FILTERS:
+            prefix += 1
+        self._prefix = prefix  # the leading filters that read only the Node object
+        # A node that only gets fuller never starts to fit (true of these filters).
+        self._monotone = all(p.name in MONOTONE_FILTERS for p in profile.filters)
+        self._state: ClusterState | None = None
+        self._ids: dict[Hashable, int] = {}
+        self._signatures: dict[str, tuple[tuple[int, int], tuple[int, int, int], Usage]] = {}
+        self._statics: dict[str, tuple[Node, int]] = {}
+        self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
+        self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
+
+    def reset(self, state: ClusterState) -> None:
+        """Forget everything learnt on another ClusterState."""
+        self._state = state
+        self._signatures.clear()
+        self._statics.clear()
+        self._pools.clear()
+        self._ids.clear()
+        self._dra.clear()
+        self.shapes.clear()
+
+    # --- signatures of nodes ---------------------------------------------------------------
+
+    def _intern(self, key: Hashable) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self._ids)
+        return found
+
+    def _static(self, node: Node) -> int:
+        """The Node object without its identity (name, uid, hostname label)."""
+        name = node.metadata.name
+        hit = self._statics.get(name)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        meta = node.metadata
+        anonymous = msgspec.structs.replace(
+            node,
+            metadata=msgspec.structs.replace(
+                meta,
+                name="",
+                uid="",
+                resource_version="",
+                creation_timestamp=None,
+                labels={k: v for k, v in meta.labels.items() if k != HOSTNAME},
+            ),
+        )
+        key = self._intern(msgspec.msgpack.encode(anonymous, enc_hook=str))
+        self._statics[name] = (node, key)
+        return key
+
+    def _pool_template(self, pool: Pool, node: str) -> tuple[int, tuple[tuple[int, ...], ...]]:
+        """(id of the pool's content without its name when it belongs to this node only,
+        the indexes of its devices grouped by identical spec)."""
+        hit = self._pools.get(id(pool))
+        if hit is not None and hit[0] is pool:
+            return hit[1], hit[2]
+        local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
+        groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
+        for i, v in enumerate(pool.devices):
+            spec = (
+                msgspec.msgpack.encode(msgspec.structs.replace(v.device, name=""), enc_hook=str),
+                v.node_name == node,
+                v.all_nodes,
+                msgspec.msgpack.encode(v.node_term, enc_hook=str) if v.node_term else b"",
+            )
+            groups.setdefault(spec, []).append(i)
+        template = (
+            None if local else pool.id,
+            pool.id[0],
+            pool.incomplete,
+            pool.invalid,
+            tuple(sorted(pool.counters.items())),
+            tuple((spec, len(members)) for spec, members in groups.items()),
+        )
+        key = self._intern(template)
+        indexes = tuple(tuple(members) for members in groups.values())
+        self._pools[id(pool)] = (pool, key, indexes)
+        return key, indexes
+
+    def _usage(self, state: ClusterState, node: Node) -> tuple[Usage, Hashable]:
+        """What the node's pods and claims use (per device, in pool order), and the devices'
+        canonical key: per group of identical devices, the sorted ledger states."""
+        name = node.metadata.name
+        exclusive = state.exclusive
+        shared = state.shared
+        raw = []
+        parts = []
+        for pool in state.pools_for_node(node):
+            template, groups = self._pool_template(pool, name)
+            ledger = tuple(
+                (exclusive.get(v.id) or 0, _shared_use(shared.get(v.id))) for v in pool.devices
+            )
+            counters = tuple(state.counter_used(pool.id, k) for k in sorted(pool.counters))
+            raw.append((template, ledger, counters))
+            canonical = tuple(tuple(sorted(ledger[i] for i in group)) for group in groups)
+            parts.append((template, canonical, counters))
+        usage = Usage(node, dict(state.requested(name)), tuple(raw))
+        return usage, tuple(parts)
+
+    def _node_state(
+        self, state: ClusterState, node: Node, version: tuple[int, int] | None = None
+    ) -> tuple[tuple[int, int, int], Usage]:
+        name = node.metadata.name
+        if version is None:
+            version = state.version(name)
+        hit = self._signatures.get(name)
+        if hit is not None and hit[0] == version:
+            return hit[1], hit[2]
+        static = self._static(node)
+        usage, devices = self._usage(state, node)
+        full = (
+            static,
+            tuple(sorted(usage.requested.items())),
+            devices,
+            tuple(sig(state, node) for sig in self._extra),
+        )
+        ids = (self._intern(full), self._intern(devices), static)
+        self._signatures[name] = (version, ids, usage)
+        return ids, usage
+
+    def signature(
+        self, state: ClusterState, node: Node, version: tuple[int, int] | None = None
+    ) -> tuple[int, int, int]:
+        """(everything the plugins see of the node, its devices, its Node object) as small
+        ids, equal for identical nodes; cached per node version."""
+        return self._node_state(state, node, version)[0]
+
+    # --- evaluation ------------------------------------------------------------------------
+
+    def _evaluate(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        node: Node,
+        ev: ShapeEvaluations,
+        version: tuple[int, int],
+        exact: bool = False,
+    ) -> NodeEval:
+        """The node's answer for the shape, from identical nodes where possible. Unless
+        `exact`, a node whose devices are known not to host the claims is answered with that
+        failure (`exact` False) without running the filters before DynamicResources."""
+        if not ev.shared:
+            result = _evaluate(self.profile, state, cycle, pod, node, 0, None, version)
+            result.pod = pod.key
+            return result
+        name = node.metadata.name
+        (full, devices, static), usage = self._node_state(state, node, version)
+        hit = ev.memo.get(full)
+        if hit is not None:
+            status, score, details, source, owner, borrowed = hit
+            origin = source if borrowed or source != name else ""
+            kept = usage if not status.ok else None
+            return NodeEval(version, status, score, details, origin, owner, kept)
+        failed: Status | None = None
+        if self._prefix:
+            if static in ev.node_object:
+                failed = ev.node_object[static]
+            else:
+                for plugin in self.profile.filters[: self._prefix]:
+                    status = plugin.filter(state, cycle, pod, node)
+                    if not status.ok:
+                        failed = status.with_plugin(plugin.name)
+                        break
+                ev.node_object[static] = failed
+        if failed is not None:
+            result = NodeEval(version, failed)
+        elif self._dra_shared:
+            known = self._dra.get((ev.claims, devices)) if not exact and ev.claimed else None
+            if known is not None and _final(known[0]):
+                return NodeEval(
+                    version, known[0], origin=known[1], pod=pod.key, usage=usage, exact=False
+                )
+            dra = (self._dra, (ev.claims, devices))
+            result = _evaluate(self.profile, state, cycle, pod, node, self._prefix, dra, version)
+        else:
+            result = _evaluate(self.profile, state, cycle, pod, node, self._prefix, None, version)
+        result.pod = pod.key
+        if not result.status.ok:
+            result.usage = usage
+        if len(ev.memo) >= MEMO_ENTRIES:
+            ev.memo.clear()
+        ev.memo[full] = (
+            result.status,
+            result.score,
+            result.details,
+            result.origin or name,
+            pod.key,
+            bool(result.origin),
+        )
+        return result
+
+    def _store(self, ev: ShapeEvaluations, name: str, result: NodeEval | None) -> None:
+        """Set (or, with None, drop) a node's result, count its failure and index it."""
+        ev.stale.discard(name)
+        old = ev.evals.pop(name, None) if result is None else ev.evals.get(name)
+        if old is not None and not old.status.ok:
+            if old.status is not (result.status if result is not None else None):
+                if self.explain_failures:
+                    tally(ev.printed, ev.codes, old.status, -1)
+                    ev.reasoned.discard(name)
+            elif result is not None:
+                ev.evals[name] = result  # the same failure (a shared status): counts stay
+                return
+        if result is not None:
+            ev.evals[name] = result
+            if self.explain_failures and not result.status.ok:
+                tally(ev.printed, ev.codes, result.status, 1)
+                if isinstance(result.status.detail, Reason):
+                    ev.reasoned.add(name)
+        if not self.random_ties:
+            if result is not None and result.status.ok:
+                heapq.heappush(ev.heap, (-result.score, name))
+            return
+        score = ev.slot.pop(name, None)
+        if score is not None:
+            members = ev.buckets[score]
+            del members[bisect_left(members, name)]
+        if result is not None and result.status.ok:
+            bucket = ev.buckets.get(result.score)
+            if bucket is None:
+                bucket = ev.buckets[result.score] = []
+            if not bucket:
+                heapq.heappush(ev.tops, -result.score)
+            ev.slot[name] = result.score
+            insort(bucket, name)
 
     def refresh(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> ShapeEvaluations:
-        ev = self.shapes.setdefault(pod.shape, ShapeEvaluations())
+        if state is not self._state:
+            self.reset(state)
+        ev = self.of(cycle, pod)
         log = state.change_log
         if ev.cursor < 0 or "*" in log[ev.cursor :]:
             todo = list(state.nodes.keys())
             ev.evals.clear()
             ev.heap.clear()
+            ev.printed.clear()
+            ev.codes.clear()
+            ev.reasoned.clear()
+            ev.stale.clear()
+            ev.buckets.clear()
+            ev.slot.clear()
+            ev.tops.clear()
         else:
             todo = sorted(set(log[ev.cursor :]))
         ev.cursor = len(log)
         for name in todo:
             node = state.nodes.get(name)
             if node is None:
-                ev.evals.pop(name, None)
+                if name in ev.evals:
+                    self._store(ev, name, None)
                 continue
+            version = state.version(name)
             current = ev.evals.get(name)
-            if current is not None and current.version == state.version(name):
-                continue
-            result = evaluate_node(self.profile, state, cycle, pod, node)
-            ev.evals[name] = result
-            if result.status.ok:
-                heapq.heappush(ev.heap, (-result.score, name))
+            if current is not None:
+                if current.version == version:
+                    continue
+                if (
+                    current.usage is not None
+                    and self._monotone
+                    and _final(current.status)
+                    and fuller(self._node_state(state, node, version)[1], current.usage)
+                ):
+                    ev.stale.add(name)  # still does not fit; why is recomputed when asked
+                    continue
+            result = self._evaluate(state, cycle, pod, node, ev, version)
+            self._store(ev, name, result)
+            if not result.exact:
+                ev.stale.add(name)
         return ev
 
-    def best(self, state: ClusterState, ev: ShapeEvaluations) -> str | None:
-        """The highest-scoring feasible node (ties: the smallest name, deterministic)."""
+    def freshen(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, ev: ShapeEvaluations
+    ) -> None:
+        """Recompute the statuses of failing nodes skipped because they only got fuller."""
+        for name in sorted(ev.stale):
+            node = state.nodes.get(name)
+            if node is None:
+                continue
+            version = state.version(name)
+            self._store(ev, name, self._evaluate(state, cycle, pod, node, ev, version, True))
+        ev.stale.clear()
+
+    def of(self, cycle: CycleState, pod: PodInfo) -> ShapeEvaluations:
+        """The evaluations kept for pods like `pod` (PreFilter has run in `cycle`)."""
+        dra = cycle.data.get(names.DYNAMIC_RESOURCES)
+        claims = getattr(dra, "claims", ())
+        key = evaluation_key(pod, claims)
+        ev = self.shapes.get(key)
+        if ev is None:
+            ev = self.shapes[key] = ShapeEvaluations()
+            ev.shared = shareable(pod.pod, claims)
+            ev.merged = key != pod.shape
+            if ev.shared:
+                specs = msgspec.msgpack.encode([c.spec for c in claims], enc_hook=str)
+                ev.claims = self._intern((b"claims", specs))
+                ev.claimed = any(c.status.allocation is None for c in claims)
+        return ev
+
+    # --- the best node ---------------------------------------------------------------------
+
+    def _valid(self, state: ClusterState, ev: ShapeEvaluations, name: str, score: float) -> bool:
+        current = ev.evals.get(name)
+        return (
+            current is not None
+            and current.status.ok
+            and current.score == score
+            and current.version == state.version(name)
+            and name in state.nodes
+        )
+
+    def _pick(self, tied: Sequence[str], pod: PodInfo | None) -> str:
+        """A uniformly random one of `tied` (sorted): drawn from a generator seeded with the
+        profile's seed and the pod, so the choice does not depend on the order nodes were
+        evaluated in or on how many answers were shared."""
+        if pod is None:
+            return tied[self.rng.randrange(len(tied))]
+        draw = random.Random(f"{self.profile.seed}/{pod.key[0]}/{pod.key[1]}")
+        return tied[draw.randrange(len(tied))]
+
+    def best(
+        self, state: ClusterState, ev: ShapeEvaluations, pod: PodInfo | None = None
+    ) -> str | None:
+        """The highest-scoring feasible node (ties: the smallest name, or a random one)."""
+        if self.random_ties:
+            while ev.tops:
+                bucket = ev.buckets.get(-ev.tops[0])
+                if bucket:
+                    return self._pick(bucket, pod)
+                heapq.heappop(ev.tops)
+            return None
         heap = ev.heap
         while heap:
             neg, name = heap[0]
-            current = ev.evals.get(name)
-            if (
-                current is not None
-                and current.status.ok
-                and current.score == -neg
-                and current.version == state.version(name)
-                and name in state.nodes
-            ):
+            if self._valid(state, ev, name, -neg):
                 return name
             heapq.heappop(heap)
         return None
@@ -102,12 +623,124 @@ class Evaluator:
         self, state: ClusterState, cycle: CycleState, pod: PodInfo, candidates: list[str]
     ) -> str | None:
         ev = self.refresh(state, cycle, pod)
-        best: tuple[float, str] | None = None
+        top: float | None = None
+        tied: list[str] = []
         for name in candidates:
             e = ev.evals.get(name)
-            if e is not None and e.status.ok and (best is None or (-e.score, name) < best):
-                best = (-e.score, name)
-        return best[1] if best is not None else None
+            if e is None or not e.status.ok:
+                continue
+            if top is None or e.score > top:
+                top, tied = e.score, [name]
+            elif e.score == top:
+                tied.append(name)
+        if not tied:
+            return None
+        if self.random_ties:
+            return self._pick(tied, pod)
+        return min(tied)
+
+    # --- answers of the node itself --------------------------------------------------------
+
+    def confirm(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        name: str,
+    ) -> None:
+        """Evaluate `name` itself (not an identical node): before Reserve, and for evidence.
+        A shared answer that passed the filters before DynamicResources still does (they
+        were evaluated for an identical node): only DynamicResources runs again."""
+        node = state.nodes[name]
+        current = ev.evals.get(name)
+        dra = self.profile.dra
+        if (
+            current is not None
+            and current.exact
+            and (current.status.ok or current.status.plugin == dra.name)
+            and not any(p.name in READS_ALLOCATION for p, _ in self.profile.scores)
+        ):
+            status = dra.filter(state, cycle, pod, node)
+            if status.ok == current.status.ok:
+                details = dict(current.details)
+                if status.detail is not None:
+                    details[dra.name] = status.detail
+                    cycle.data[(dra.name, name)] = status.detail
+                if not status.ok:
+                    status = status.with_plugin(dra.name)
+                result = NodeEval(current.version, status, current.score, details, pod=pod.key)
+                if not status.ok:
+                    result.usage = current.usage
+                self._store(ev, name, result)
+                return
+        result = evaluate_node(self.profile, state, cycle, pod, node)
+        result.pod = pod.key
+        self._store(ev, name, result)
+
+    def _borrowed(self, ev: ShapeEvaluations, e: NodeEval, pod: PodInfo) -> bool:
+        return bool(e.origin) or (ev.merged and e.pod != pod.key)
+
+    def explain(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        names: list[str] | None = None,
+        sample: int | None = None,
+    ) -> None:
+        """Recompute shared allocator failures of `names` (default: every node) on the node
+        itself, so that their evidence names it and the pod's claims. With `sample`, only
+        the first that many in name order (what fit_error shows)."""
+        self.freshen(state, cycle, pod, ev)
+        exact = 0
+        for name in sorted(names if names is not None else ev.evals):
+            e = ev.evals.get(name)
+            if e is None or e.status.ok or not isinstance(e.status.detail, Reason):
+                continue
+            if self._borrowed(ev, e, pod) and name in state.nodes:
+                self.confirm(state, cycle, pod, ev, name)
+                e = ev.evals[name]
+                if e.status.ok or not isinstance(e.status.detail, Reason):
+                    continue
+            exact += 1
+            if sample is not None and exact >= sample:
+                return
+
+    def fit_error(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        total: int,
+    ) -> FitReason:
+        """scheduler.reasons.fit_error over every node, from the failure counts kept as nodes
+        change and the first failures with allocator evidence (recomputed if shared). With
+        explanations off, only the number of nodes."""
+        if not self.explain_failures:
+            return FitReason(f"0/{total} nodes are available.")
+        self.freshen(state, cycle, pod, ev)
+        evidence: dict[str, Any] = {}
+        seen: set[str] = set()
+        while len(evidence) < SAMPLE:
+            # The first failures in name order; each round's are after the last round's.
+            first = heapq.nsmallest(SAMPLE, (n for n in ev.reasoned if n not in seen))
+            if not first:
+                break
+            for name in first:
+                seen.add(name)
+                e = ev.evals[name]
+                if self._borrowed(ev, e, pod):
+                    self.confirm(state, cycle, pod, ev, name)
+                    e = ev.evals[name]
+                    if e.status.ok or not isinstance(e.status.detail, Reason):
+                        continue
+                evidence[name] = e.status.detail.to_dict()
+                if len(evidence) >= SAMPLE:
+                    break
+        return aggregate(total, ev.printed, ev.codes, evidence)
 
     @staticmethod
     def failures(ev: ShapeEvaluations, only: list[str] | None = None) -> dict[str, Status]:

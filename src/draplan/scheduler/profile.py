@@ -9,12 +9,14 @@ from typing import Any
 from draplan.allocator import Options
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
+from draplan.cluster.fragmentation import Workload
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
 from draplan.scheduler.plugins.nodeaffinity import NodeAffinity
 from draplan.scheduler.plugins.nodename import NodeName
 from draplan.scheduler.plugins.noderesources import LeastAllocated, MostAllocated, NodeResourcesFit
 from draplan.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from draplan.scheduler.plugins.placement import POLICIES, DeviceResource, policy
 from draplan.scheduler.plugins.tainttoleration import TaintTolerationPlugin
 from draplan.scheduler.plugins.topologylocality import TopologyLocality
 
@@ -32,18 +34,44 @@ DEFAULT_SCORES = ((names.TOPOLOGY_LOCALITY, 2), (names.MOST_ALLOCATED, 1))
 SCORES = (names.LEAST_ALLOCATED, names.MOST_ALLOCATED, names.TOPOLOGY_LOCALITY)
 
 
+TIE_RULES = ("name", "random")
+
+
 @dataclass(frozen=True)
 class Profile:
-    """Instantiated plugins: filters in order and (plugin, weight) scores."""
+    """Instantiated plugins: filters in order and (plugin, weight) scores; PreFilter plugins
+    besides DynamicResources; how ties between the best nodes break ("name": the smallest
+    node name, deterministic; "random": uniformly, as kube-scheduler's selectHost, seeded)."""
 
     filters: tuple[Any, ...]
     scores: tuple[tuple[Any, int], ...]
     dra: DynamicResources
     options: Options
+    pre_filters: tuple[Any, ...] = ()
+    ties: str = "name"
+    seed: int = 0
+    policy: str = ""
 
 
-def build_profile(spec: SchedulerProfile | None = None) -> Profile:
-    """The default profile, or the user's on top of it."""
+def build_profile(
+    spec: SchedulerProfile | None = None,
+    *,
+    placement: str | None = None,
+    resource: DeviceResource | None = None,
+    workload: Workload | None = None,
+    seed: int = 0,
+    ties: str | None = None,
+) -> Profile:
+    """The default profile, or the user's on top of it. `placement` (one of
+    draplan.scheduler.plugins.placement.POLICIES) replaces the score plugins by that policy's,
+    measuring `resource`'s devices against `workload` (default: the pods in the state)."""
+    if ties is not None and ties not in TIE_RULES:
+        raise BadInput(f"unsupported tie rule {ties!r}: {' or '.join(TIE_RULES)}", path="ties")
+    if placement is not None and placement not in POLICIES:
+        raise BadInput(
+            f"unknown placement policy {placement!r}; one of {', '.join(POLICIES)}",
+            path="policy",
+        )
     s = spec.spec if spec is not None else None
     device_order = s.device_order if s is not None else "tight"
     if device_order not in ("tight", "first-fit"):
@@ -53,7 +81,16 @@ def build_profile(spec: SchedulerProfile | None = None) -> Profile:
             path="spec.deviceOrder",
         )
     timeout = s.filter_timeout_seconds if s is not None else 10.0
-    options = Options(device_order=device_order, timeout_seconds=timeout)  # type: ignore[arg-type]
+    chosen = None
+    if placement is not None:
+        if resource is None:
+            raise BadInput("a placement policy needs the device resource it measures")
+        chosen = policy(placement, resource, workload=workload, seed=seed, ties=ties)
+    options = Options(
+        device_order=device_order,  # type: ignore[arg-type]
+        timeout_seconds=timeout,
+        prefer=chosen.devices if chosen is not None else None,
+    )
     dra = DynamicResources(options)
     table: dict[str, Any] = {
         names.NODE_UNSCHEDULABLE: NodeUnschedulable(),
@@ -96,9 +133,17 @@ def build_profile(spec: SchedulerProfile | None = None) -> Profile:
                 kind="SchedulerProfile",
                 path=f"spec.scorePlugins[{i}].weight",
             )
+    scores = tuple((table[n], w) for n, w in weights if n not in disabled and w > 0)
+    if chosen is not None:
+        # The simulator enables exactly one score plugin (weight 1000) and disables the rest.
+        scores = ((chosen.score, 1),)
     return Profile(
         filters=tuple(table[n] for n in FILTERS if n not in disabled),
-        scores=tuple((table[n], w) for n, w in weights if n not in disabled and w > 0),
+        scores=scores,
         dra=dra,
         options=options,
+        pre_filters=chosen.pre_filters if chosen is not None else (),
+        ties=chosen.ties if chosen is not None else (ties or "name"),
+        seed=seed,
+        policy=placement or "",
     )

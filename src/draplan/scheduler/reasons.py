@@ -39,11 +39,30 @@ def fit_error(total: int, statuses: dict[str, Status], sample: int = 3) -> FitRe
     codes: Counter[str] = Counter()
     allocator: dict[str, Any] = {}
     for node, status in sorted(statuses.items()):
-        for text in set(status.reasons):
-            printed[text] += 1
-        codes[reason_code(status)] += 1
+        tally(printed, codes, status, 1)
         if isinstance(status.detail, Reason) and len(allocator) < sample:
             allocator[node] = status.detail.to_dict()
+    return aggregate(total, printed, codes, allocator)
+
+
+def tally(printed: Counter[str], codes: Counter[str], status: Status, sign: int) -> None:
+    """Count one node's status into (or, with sign -1, out of) a FitError's histograms."""
+    for text in set(status.reasons):
+        printed[text] += sign
+        if not printed[text]:
+            del printed[text]
+    code = reason_code(status)
+    codes[code] += sign
+    if not codes[code]:
+        del codes[code]
+
+
+def aggregate(
+    total: int, printed: Counter[str], codes: Counter[str], allocator: dict[str, Any]
+) -> FitReason:
+    """The FitReason of histograms kept by `tally` and the allocator evidence of the first
+    nodes (by name) that have some: what `fit_error` computes, for callers that keep the
+    histograms up to date as nodes change."""
     # kube-scheduler sorts the whole "<count> <reason>" strings.
     parts = ", ".join(sorted(f"{n} {text}" for text, n in printed.items()))
     message = (

@@ -145,6 +145,12 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             "labels": {"resource.kubernetes.io/admin-access": "true"},
         }
     },
+    ("v1", "ConfigMap"): {
+        "metadata": {**NS_META, "name": "pools", "labels": {"draplan.io/node-pools": "true"}},
+        "data": {"pools.yaml": "kind: NodePool\n"},
+        "binaryData": {"blob": "AAE="},
+        "immutable": True,
+    },
     ("resource.k8s.io/v1", "DeviceClass"): {
         "metadata": {**META, "name": "gpu.nvidia.com"},
         "spec": {

@@ -499,4 +499,16 @@ def test_why_cli_table_groups_by_category(run_cli: Any, tmp_path: Path) -> None:
     out = run_cli("why", "-f", write(tmp_path, sc.gang_exhausted()))
     assert out.code == 0, out.err
     assert "CapacityExhausted (2)" in out.out
-    assert "default/big-0" in out.out
+    lines = out.out.splitlines()
+    assert lines[1].split() == ["NAMESPACE", "NAME", "DEVICES", "MESSAGE"]
+    assert lines[2].split()[:2] == ["default", "big-0"]
+
+
+def test_why_cli_wide_adds_the_fix(run_cli: Any, tmp_path: Path) -> None:
+    path = write(tmp_path, sc.gang_exhausted())
+    doc = run_cli("why", "-f", path, "-o", "json").json()
+    out = run_cli("why", "-f", path, "-o", "wide")
+    assert out.code == 0, out.err
+    assert out.out.splitlines()[1].split()[-1] == "FIX"
+    action = doc["pods"][0]["fix"]["action"]
+    assert f"action={action}" in out.out

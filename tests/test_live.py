@@ -36,6 +36,7 @@ SECRETS = (
     "good-token-s3cr3t",
     "expired-token-s3cr3t",
     "no-pods-token-s3cr3t",
+    "no-configmaps-token-s3cr3t",
     "ENV-SECRET-do-not-print",
     "LAST-APPLIED-SECRET-do-not-print",
 )
@@ -80,7 +81,7 @@ class FakeServer:
         self.requests.append((method, url.path, query))
         if method != "GET":
             return 405, _status(405, "MethodNotAllowed", "read-only fake")
-        if not token.startswith(("good-", "no-pods-")):
+        if not token.startswith(("good-", "no-pods-", "no-configmaps-")):
             return 401, _status(401, "Unauthorized", "Unauthorized")
         if token.startswith("no-pods-") and url.path == "/api/v1/pods":
             return 403, _status(
@@ -89,6 +90,8 @@ class FakeServer:
                 'pods is forbidden: User "system:serviceaccount:ci:reader" cannot list '
                 'resource "pods" in API group "" at the cluster scope',
             )
+        if token.startswith("no-configmaps-") and url.path == "/api/v1/configmaps":
+            return 403, _status(403, "Forbidden", "configmaps is forbidden")
         doc = self.document(url.path)
         if doc is None:
             return 404, _status(404, "NotFound", "the server could not find the requested resource")
@@ -101,6 +104,9 @@ class FakeServer:
         selector = query.get("fieldSelector", [""])[0]
         if "status.phase!=Succeeded" in selector:
             items = [i for i in items if i.get("status", {}).get("phase") not in PHASES_DONE]
+        for term in filter(None, query.get("labelSelector", [""])[0].split(",")):
+            key, _, value = term.partition("=")
+            items = [i for i in items if i["metadata"].get("labels", {}).get(key) == value]
         token = query.get("continue", [""])[0]
         if token and self.expire_continue_once:
             self.expire_continue_once = False
@@ -180,6 +186,7 @@ def _closed_port() -> int:
 def _kubeconfig(tmp_path: Path, url: str, current: str = "good") -> str:
     users = {"good": "good-token-s3cr3t", "expired": "expired-token-s3cr3t"}
     users["no-pods"] = "no-pods-token-s3cr3t"
+    users["no-configmaps"] = "no-configmaps-token-s3cr3t"
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -223,6 +230,7 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
     assert kinds == {
         "DeviceClass (resource.k8s.io/v1)": 2,
         "Node (v1)": 3,
+        "NodePool (draplan.io/v1alpha1)": 1,  # from the labelled ConfigMap
         "Pod (v1)": 4,  # the Succeeded pod is filtered by the server
         "PodGroup (scheduling.k8s.io/v1alpha2)": 1,
         "PodTemplate (v1)": 1,
@@ -450,7 +458,12 @@ def test_snapshot_round_trips(serve: Any, run_cli: Any, tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(snap.out)
     doc = yaml.safe_load(snap.out)
-    assert doc["kind"] == "List" and len(doc["items"]) == 20
+    assert doc["kind"] == "List" and len(doc["items"]) == 21
+    # The pools of the labelled ConfigMap, as plain NodePools; no other ConfigMap is read.
+    assert [i["metadata"]["name"] for i in doc["items"] if i["kind"] == "NodePool"] == [
+        "g6-12xlarge"
+    ]
+    assert "ConfigMap" not in {i["kind"] for i in doc["items"]}
     live = run_cli("validate", "--kubeconfig", kubeconfig, "-o", "json")
     offline = run_cli("validate", "-f", str(path), "-o", "json")
     assert live.code == offline.code == 0
@@ -586,3 +599,39 @@ def test_credential_plugin_failure_stays_quiet(serve: Any, run_cli: Any, tmp_pat
 def test_server_label_hides_userinfo() -> None:
     assert server_label("https://admin:pw@[::1]:6443/") == "https://[::1]:6443"
     assert server_label("https://admin:pw@k8s.example.com") == "https://k8s.example.com"
+
+
+# --- NodePools in a ConfigMap ------------------------------------------------------------------
+
+
+def test_node_pools_configmap_feeds_the_autoscaler(
+    serve: Any, run_cli: Any, tmp_path: Path
+) -> None:
+    fake = serve("dra-v1", "common")
+    # A pod no existing node can hold (47.5 CPUs each): only the ConfigMap's pool (48) can.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "big", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "47800m"}}}]},
+    }
+    extra = tmp_path / "pod.yaml"
+    extra.write_text(yaml.safe_dump(pod))
+    kubeconfig = _kubeconfig(tmp_path, fake.url)
+    result = run_cli("scale", "--kubeconfig", kubeconfig, "-f", str(extra), "-o", "json")
+    assert result.code == 0, result.err
+    [step] = result.json()["scaleUp"]
+    assert (step["pool"], step["add"], step["pods"]) == ("g6-12xlarge", 1, ["ml/big"])
+    cms = [q for _, p, q in fake.requests if p == "/api/v1/configmaps"]
+    assert cms and all(q["labelSelector"] == ["draplan.io/node-pools=true"] for q in cms)
+    _no_secrets(result.out, result.err)
+
+
+def test_forbidden_configmaps_are_a_notice(serve: Any, run_cli: Any, tmp_path: Path) -> None:
+    fake = serve("dra-v1", "common")
+    kubeconfig = _kubeconfig(tmp_path, fake.url, current="no-configmaps")
+    result = run_cli("validate", "--kubeconfig", kubeconfig, "-o", "json")
+    assert result.code == 0, result.err
+    assert "NodePool (draplan.io/v1alpha1)" not in result.json()["kinds"]
+    assert "notice: configmaps not read: forbidden (403)" in result.err
+    assert "verbs [list] on resources [configmaps]" in result.err

@@ -234,10 +234,25 @@ def test_table_output(run_cli: Any, cluster: str) -> None:
     res = run_cli("schedule", "-f", cluster)
     assert res.code == 0, res.err
     assert "3 scheduled, 2 unschedulable" in res.out
-    for name in ("a-gpu", "b-cpu", "c-huge", "d-eight", "e-named"):
-        assert f"default/{name}" in res.out
-    assert "<pending>" in res.out
+    lines = res.out.splitlines()
+    # kubectl's column names; a NAMESPACE column, not namespace/name.
+    assert lines[1].split() == ["NAMESPACE", "NAME", "STATUS", "NODE", "DEVICES", "REASON"]
+    rows = {line.split()[1]: line.split() for line in lines[2:]}
+    assert set(rows) == {"a-gpu", "b-cpu", "c-huge", "d-eight", "e-named"}
+    assert all(row[0] == "default" for row in rows.values())
+    assert rows["c-huge"][2:4] == ["Unschedulable", "<none>"]
+    assert rows["a-gpu"][2] == "Scheduled"
     assert "Insufficient cpu" in res.out
+
+
+def test_wide_table_names_the_devices(run_cli: Any, cluster: str) -> None:
+    res = run_cli("schedule", "-f", cluster, "-o", "wide", "--no-headers")
+    assert res.code == 0, res.err
+    rows = {line.split()[1]: line.split() for line in res.out.splitlines()}
+    assert "NAME" not in rows and "NAMESPACE" not in res.out
+    gpu = rows["a-gpu"]
+    assert int(gpu[4]) == len(gpu[-1].split(",")) >= 1 and "/" in gpu[-1]
+    assert rows["b-cpu"][-1] == "<none>"
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml", "table"])

@@ -277,3 +277,32 @@ def test_read_documents_keeps_raw_json_form(tmp_path: Path) -> None:
     # A top-level list is flattened; type checks are the codec's job, not the reader's.
     assert [d.data for d in docs] == [node("a"), 1, 2]
     assert all(d.source == str(path) for d in docs)
+
+
+def test_node_pools_in_a_labelled_configmap(tmp_path: Path) -> None:
+    pool = (
+        "apiVersion: draplan.io/v1alpha1\nkind: NodePool\nmetadata: {name: %s}\n"
+        "spec: {maxNodes: 2, template: {status: {allocatable: {cpu: '8'}}}}\n"
+    )
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "pools",
+            "namespace": "kube-system",
+            "labels": {"draplan.io/node-pools": "true"},
+        },
+        # Keys are read in sorted order; one key may hold several documents.
+        "data": {"b.yaml": pool % "b" + "---\n" + pool % "c", "a.yaml": pool % "a"},
+    }
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}
+    path = tmp_path / "cms.yaml"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [config_map, other]}))
+    objects = load_objects([str(path)])
+    assert [(type(o).__name__, o.metadata.name) for o, _ in objects] == [
+        ("NodePool", "a"),
+        ("NodePool", "b"),
+        ("NodePool", "c"),
+        ("ConfigMap", "settings"),  # unlabelled: kept as it is, unread
+    ]
+    assert objects[1][1] == f'{path}: ConfigMap "kube-system/pools": data.b.yaml'

@@ -21,6 +21,7 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("v1", "Pod"): core_v1.Pod,
     ("v1", "PodTemplate"): core_v1.PodTemplate,
     ("v1", "Namespace"): core_v1.Namespace,
+    ("v1", "ConfigMap"): core_v1.ConfigMap,
     ("v1", "Binding"): core_v1.Binding,
     ("resource.k8s.io/v1", "DeviceClass"): resource_v1.DeviceClass,
     ("resource.k8s.io/v1", "ResourceSlice"): resource_v1.ResourceSlice,

@@ -163,6 +163,17 @@ class Namespace(KubeStruct, frozen=True):
     metadata: ObjectMeta = ObjectMeta()
 
 
+class ConfigMap(KubeStruct, frozen=True):
+    """Read only to find NodePools kept in a cluster (see draplan.sources.nodepools)."""
+
+    api_version: str = "v1"
+    kind: str = "ConfigMap"
+    metadata: ObjectMeta = ObjectMeta()
+    data: dict[str, str] = {}
+    binary_data: dict[str, str] = {}
+    immutable: bool | None = None
+
+
 class ObjectReference(KubeStruct, frozen=True):
     api_version: str = ""
     kind: str = ""

@@ -88,22 +88,29 @@ def schedule(
     elif output == "yaml":
         emit_yaml(manifests(results))
     else:
-        rows = [
-            (
-                f"{r.key[0]}/{r.key[1]}",
-                r.node or "<pending>",
-                sum(
-                    len(c.status.allocation.devices.results)
-                    for c in r.claims
-                    if c.status.allocation
-                ),
+        headers = ["NAMESPACE", "NAME", "STATUS", "NODE", "DEVICES", "REASON"]
+        wide = output == "wide"
+        rows = []
+        for r in results:
+            devices = [
+                f"{d.driver}/{d.pool}/{d.device}"
+                for c in r.claims
+                if c.status.allocation
+                for d in c.status.allocation.devices.results
+            ]
+            row = [
+                r.key[0],
+                r.key[1],
+                # The PodScheduled condition's reason when it is False.
+                "Scheduled" if r.node else "Unschedulable",
+                r.node or "<none>",
+                len(devices),
                 r.reason.message if r.reason else "",
-            )
-            for r in results
-        ]
+            ]
+            rows.append([*row, ",".join(devices) or "<none>"] if wide else row)
         emit_table(
             f"{scheduled} scheduled, {len(results) - scheduled} unschedulable",
-            ["POD", "NODE", "DEVICES", "REASON"],
+            [*headers, "ALLOCATED"] if wide else headers,
             rows,
         )
     if problems:

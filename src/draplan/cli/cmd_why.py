@@ -38,11 +38,26 @@ def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -
         groups[d.category].append(d)
     # Most costly first: the categories holding back the most devices.
     order = sorted(groups, key=lambda c: (-sum(d.devices for d in groups[c]), CATEGORIES.index(c)))
+    wide = output == "wide"
+    headers = ["NAMESPACE", "NAME", "DEVICES", "MESSAGE"] + (["FIX"] if wide else [])
     for category in order:
-        rows = [(f"{d.pod[0]}/{d.pod[1]}", d.devices, d.message) for d in groups[category]]
-        emit_table(f"{category} ({len(rows)})", ["POD", "DEVICES", "WHY"], rows)
+        rows = [
+            [d.pod[0], d.pod[1], d.devices, d.message] + ([_fix(d.fix)] if wide else [])
+            for d in groups[category]
+        ]
+        emit_table(f"{category} ({len(rows)})", headers, rows)
     if not diagnoses:
         click.echo("No pending pods.")
+
+
+def _fix(fix: dict[str, Any] | None) -> str:
+    if not fix:
+        return "<none>"
+    return ", ".join(
+        f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in fix.items()
+        if not isinstance(v, dict)
+    )
 
 
 COMMANDS = [why_cmd]

@@ -129,20 +129,25 @@ def read_documents(paths: Sequence[str]) -> Iterator[Document]:
             raise BadInput("not UTF-8 text", source=source) from None
         except OSError as err:
             raise BadInput(err.strerror or "cannot read", source=source) from None
-        # A byte order mark (editors on Windows) would hide JSON from the fast path.
-        datas = _parse(text.removeprefix("\ufeff"), source)
-        docs = [doc for data in datas for doc in _flatten(data, source)]
-        # An empty `kind: List` is what kubectl prints when there is nothing of a kind.
-        if not docs and not any(_is_list(data) for data in datas):
-            raise BadInput("no Kubernetes objects found", source=source)
-        yield from docs
+        yield from parse_text(text, source)
+
+
+def parse_text(text: str, source: str) -> list[Document]:
+    """The object documents of one YAML or JSON text, `kind: List` flattened."""
+    # A byte order mark (editors on Windows) would hide JSON from the fast path.
+    datas = _parse(text.removeprefix("\ufeff"), source)
+    docs = [doc for data in datas for doc in _flatten(data, source)]
+    # An empty `kind: List` is what kubectl prints when there is nothing of a kind.
+    if not docs and not any(_is_list(data) for data in datas):
+        raise BadInput("no Kubernetes objects found", source=source)
+    return docs
 
 
 def _is_list(data: Any) -> bool:
     return isinstance(data, dict) and str(data.get("kind", "")).endswith("List")
 
 
-def load_objects(paths: Sequence[str]) -> list[tuple[KubeStruct, str]]:
-    """Typed, validated objects with the file each came from."""
+def load_files(paths: Sequence[str]) -> list[tuple[KubeStruct, str]]:
+    """Typed, validated objects with the file each came from, exactly as written."""
     with _gc_paused():
         return [(decode(doc.data, source=doc.source), doc.source) for doc in read_documents(paths)]

@@ -63,6 +63,10 @@ class ContinueExpired(BadInput):
     """410 Gone: a `continue` token outlived the list's resource version."""
 
 
+class Forbidden(BadInput):
+    """403: the credentials may not make this request."""
+
+
 class _ListMeta(msgspec.Struct):
     continue_: str = msgspec.field(default="", name="continue")
     remaining_item_count: int | None = msgspec.field(default=None, name="remainingItemCount")
@@ -249,8 +253,9 @@ class Connection:
                 "the token may have expired: log in again or refresh the kubeconfig"
             )
         if status == 403:
-            raise self._fail(
-                f"forbidden (403): context {self.context!r} may not {access.describe()}"
+            raise Forbidden(
+                f"forbidden (403): context {self.context!r} may not {access.describe()}",
+                source=self.server,
             )
         if status == 410 and params and "continue" in params:
             raise ContinueExpired("continue token expired", source=self.server)

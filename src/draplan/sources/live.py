@@ -21,11 +21,12 @@ from draplan.api.codec import decode
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 from draplan.sources.files import _gc_paused
-from draplan.sources.kubeclient import Access, Connection, PageCallback, connect
+from draplan.sources.kubeclient import Access, Connection, Forbidden, PageCallback, connect
 from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
 from draplan.sources.kubeconvert import VERSIONS as RESOURCE_VERSIONS
 from draplan.sources.kubeconvert import to_v1
 from draplan.sources.kuberedact import scrub
+from draplan.sources.nodepools import NODE_POOLS_LABEL, expand_node_pools
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Resource:
     # Read in every namespace even with -n: allocations occupy devices cluster-wide.
     cluster_wide: bool = False
     field_selector: str = ""
+    label_selector: str = ""
+    # Read when allowed: a refused list is a notice, not a failure.
+    optional: bool = False
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -83,6 +87,16 @@ RESOURCES: tuple[Resource, ...] = (
         "provisioningrequests",
         ("v1",),
         namespaced=True,
+    ),
+    # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
+    Resource(
+        "",
+        "ConfigMap",
+        "configmaps",
+        ("v1",),
+        namespaced=True,
+        label_selector=f"{NODE_POOLS_LABEL}=true",
+        optional=True,
     ),
 )
 
@@ -237,8 +251,14 @@ def _read_one(
     namespace = None if res.cluster_wide or not res.namespaced else options.namespace
     path = _list_path(res, version, namespace)
     access = Access("list", res.plural, res.group, namespace or "", namespaced=res.namespaced)
-    params = {"fieldSelector": res.field_selector} if res.field_selector else None
-    items = conn.list_items(path, access, params, page_size=options.page_size, on_page=on_page)
+    params = {}
+    if res.field_selector:
+        params["fieldSelector"] = res.field_selector
+    if res.label_selector:
+        params["labelSelector"] = res.label_selector
+    items = conn.list_items(
+        path, access, params or None, page_size=options.page_size, on_page=on_page
+    )
     if items is None:
         return None
     api_version = f"{res.group}/{version}" if res.group else version
@@ -282,7 +302,13 @@ def read_cluster(
             )
         with _gc_paused(), _bar(options.progress, options.page_size) as bar:
             for res, version in plan:
-                read = _read_one(conn, res, version, options, bar.tracker(_plural(res.kind)))
+                try:
+                    read = _read_one(conn, res, version, options, bar.tracker(_plural(res.kind)))
+                except Forbidden as err:
+                    if not res.optional:
+                        raise
+                    result.notices.append(f"{res.plural} not read: {err.message}")
+                    continue
                 if read is None:  # listed in discovery, gone by now
                     result.notices.append(f"{res.group}/{version} {res.plural}: not found")
                     continue
@@ -290,6 +316,7 @@ def read_cluster(
                 key = f"{res.kind} ({res.group}/{version})" if res.group else res.kind
                 result.counts[key] = result.counts.get(key, 0) + len(read)
         result.requests = conn.requests
+    result.objects = expand_node_pools(result.objects)
     result.seconds = time.perf_counter() - start
     if notify is not None:
         for note in result.notices:

@@ -379,3 +379,25 @@ def test_unknown_plugin_exits_2_through_the_entry_point(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "unknown plugin 'NoSuchPlugin'" in proc.stderr
+
+
+def test_manifests_for_a_live_cluster(run_cli: Any, cluster: str) -> None:
+    def docs(kind: str) -> list[dict[str, Any]]:
+        res = run_cli("schedule", "-f", cluster, "-o", "yaml", "--manifests", kind)
+        assert res.code == 0, res.err
+        return list(yaml.safe_load_all(res.out))
+
+    objects = [decode(d) for d in docs("objects")]
+    # Bindings: what the scheduler posts, one per scheduled pod, to the node it chose.
+    bindings = [decode(d) for d in docs("bindings")]
+    assert all(isinstance(b, Binding) for b in bindings)
+    assert {b.metadata.name: b.target.name for b in bindings if isinstance(b, Binding)} == {
+        o.metadata.name: o.spec.node_name for o in objects if isinstance(o, Pod)
+    }
+    # Claim status: only what the status subresource takes, equal to the scheduled claims'.
+    status = docs("claim-status")
+    assert all(set(d) == {"apiVersion", "kind", "metadata", "status"} for d in status)
+    assert all(set(d["metadata"]) == {"name", "namespace"} for d in status)
+    full = {o.metadata.name: encode(o)["status"] for o in objects if isinstance(o, ResourceClaim)}
+    assert {d["metadata"]["name"]: d["status"] for d in status} == full
+    assert all(s["allocation"] and s["reservedFor"] for s in full.values())

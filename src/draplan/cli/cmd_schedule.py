@@ -8,8 +8,10 @@ import click
 
 from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import decode, encode
+from draplan.api.core_v1 import Binding, ObjectReference
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
+from draplan.api.meta import ObjectMeta
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
@@ -43,15 +45,38 @@ def result_doc(r: PodResult) -> dict[str, Any]:
     }
 
 
-def manifests(results: list[PodResult]) -> list[dict[str, Any]]:
-    """The bound Pods (spec.nodeName set) and their allocated ResourceClaims (status.allocation
-    and reservedFor), ready to apply."""
+def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str, Any]]:
+    """What `-o yaml` writes, by `--manifests`:
+
+    - objects: the bound Pods (spec.nodeName set) and their allocated ResourceClaims, the
+      cluster as it would be after scheduling, to read back with -f;
+    - claim-status: per claim, the status the scheduler writes before binding (allocation and
+      reservedFor), as an apply configuration for
+      `kubectl apply --server-side --subresource=status` (KEP-2590);
+    - bindings: a v1 Binding per scheduled pod, what the scheduler posts to pods/binding, for
+      `kubectl create` (a pod's nodeName cannot be changed by an update).
+    """
     out: list[dict[str, Any]] = []
     for r in results:
-        if r.node:
+        if not r.node:
+            continue
+        if kind == "objects":
             out.append(encode(r.pod))
             out.extend(encode(c) for c in r.claims)
+        elif kind == "claim-status":
+            for claim in r.claims:
+                doc = encode(claim)
+                meta = {"name": claim.metadata.name, "namespace": claim.metadata.namespace}
+                out.append({**_type_of(doc), "metadata": meta, "status": doc.get("status", {})})
+        else:
+            meta = ObjectMeta(name=r.key[1], namespace=r.key[0], uid=r.pod.metadata.uid)
+            target = ObjectReference(api_version="v1", kind="Node", name=r.node)
+            out.append(encode(Binding(metadata=meta, target=target)))
     return out
+
+
+def _type_of(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": doc["apiVersion"], "kind": doc["kind"]}
 
 
 def check_results(state: ClusterState, results: list[PodResult]) -> list[str]:
@@ -67,9 +92,23 @@ def check_results(state: ClusterState, results: list[PodResult]) -> list[str]:
 @filename_option()
 @click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
 @click.option("--check", is_flag=True, help="Validate every allocation independently.")
+@click.option(
+    "--manifests",
+    "manifest_kind",
+    type=click.Choice(["objects", "claim-status", "bindings"]),
+    default="objects",
+    show_default=True,
+    help="What -o yaml writes: the scheduled Pods and ResourceClaims (to read back with -f); "
+    "the claims' status for `kubectl apply --server-side --subresource=status`; or the "
+    "Bindings for `kubectl create`.",
+)
 @output_option
 def schedule(
-    filenames: tuple[str, ...], profile_path: str | None, check: bool, output: str
+    filenames: tuple[str, ...],
+    profile_path: str | None,
+    check: bool,
+    manifest_kind: str,
+    output: str,
 ) -> None:
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
     profile = build_profile(load_profile(profile_path))
@@ -86,7 +125,7 @@ def schedule(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(manifests(results))
+        emit_yaml(manifests(results, manifest_kind))
     else:
         headers = ["NAMESPACE", "NAME", "STATUS", "NODE", "DEVICES", "REASON"]
         wide = output == "wide"

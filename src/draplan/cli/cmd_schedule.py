@@ -66,8 +66,8 @@ def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str,
         elif kind == "claim-status":
             for claim in r.claims:
                 doc = encode(claim)
-                meta = {"name": claim.metadata.name, "namespace": claim.metadata.namespace}
-                out.append({**_type_of(doc), "metadata": meta, "status": doc.get("status", {})})
+                names = {"name": claim.metadata.name, "namespace": claim.metadata.namespace}
+                out.append({**_type_of(doc), "metadata": names, "status": doc.get("status", {})})
         else:
             meta = ObjectMeta(name=r.key[1], namespace=r.key[0], uid=r.pod.metadata.uid)
             target = ObjectReference(api_version="v1", kind="Node", name=r.node)

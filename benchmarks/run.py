@@ -17,6 +17,7 @@ BENCHES = (
     "bench_audit.py",
     "bench_openb_frag.py",
     "bench_openb.py",
+    "bench_sim.py",
 )
 
 

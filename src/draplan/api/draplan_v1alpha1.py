@@ -93,8 +93,29 @@ class ScenarioJob(KubeStruct, frozen=True):
     objects: tuple[dict[str, Any], ...] = ()
 
 
+class OpenbReplay(KubeStruct, frozen=True):
+    """The Alibaba openb trace replayed by creation and deletion times (draplan.sim.replay).
+    Times are trace seconds; the window [startSeconds, endSeconds) is shifted to 0 and divided
+    by timeCompression. cluster `pools`: one NodePool per node type of the node list (minNodes
+    to maxNodes, default the type's count in the list); `static`: the node list itself."""
+
+    trace: str = "default"  # a pod list name (openb_pod_list_<trace>.csv) or a CSV file
+    data_dir: str = ""  # holds the CSVs (or openb/); default ../shared/data
+    node_list: str = ""  # default <dataDir>/openb_node_list_gpu_node.csv
+    start_seconds: float = 0.0
+    end_seconds: float | None = None  # default: the trace's last creation or deletion
+    time_compression: float = 1.0
+    cluster: str = "pools"
+    min_nodes: int = 0
+    max_nodes: int | None = None
+    provisioning_delay_seconds: int = 300
+    price_per_gpu_hour: float = 0.0
+    namespace: str = "default"
+
+
 class ScenarioWorkload(KubeStruct, frozen=True):
     synthetic: SyntheticWorkload | None = None
+    openb: OpenbReplay | None = None
     jobs: tuple[ScenarioJob, ...] = ()
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
+from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
@@ -86,14 +88,17 @@ def emit_results(name: str, results: list[SimResult], output: str) -> None:
 
 
 def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
-    sim = build_input(load_objects(list(filenames)))
+    objects = load_objects(list(filenames))
     if seed is not None:
-        import msgspec
+        objects = [
+            (_with_seed(o, seed) if isinstance(o, Scenario) else o, source) for o, source in objects
+        ]
+    return build_input(objects)
 
-        spec = msgspec.structs.replace(sim.scenario.spec, seed=seed)
-        scenario = msgspec.structs.replace(sim.scenario, spec=spec)
-        sim = build_input([(o, "") for o in sim.cluster] + [(scenario, "")])
-    return sim
+
+def _with_seed(scenario: Scenario, seed: int) -> Scenario:
+    spec = msgspec.structs.replace(scenario.spec, seed=seed)
+    return msgspec.structs.replace(scenario, spec=spec)
 
 
 @click.command("simulate")
@@ -113,7 +118,9 @@ def simulate_cmd(
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
     sim = load_input(filenames, seed)
-    horizon = sim.scenario.spec.horizon_seconds or max(j.arrival for j in sim.jobs) * 2
+    horizon = (
+        sim.scenario.spec.horizon_seconds or sim.horizon or max(j.arrival for j in sim.jobs) * 2
+    )
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
     write_reports(sim.name, results, html, markdown)
@@ -138,7 +145,8 @@ def report_cmd(input_path: str, html: str, markdown: str | None) -> None:
     click.echo(f"wrote {html}" + (f" and {markdown}" if markdown else ""))
 
 
-def _one(args: tuple[tuple[str, ...], int, str]) -> dict[str, Any]:
+def sweep_run(args: tuple[tuple[str, ...], int, str]) -> dict[str, Any]:
+    """One run of a sweep: (files, seed, policy) → its totals (a process pool's task)."""
     filenames, seed, policy = args
     sim = load_input(filenames, seed)
     result = compare(sim, [policy])[0]
@@ -179,7 +187,7 @@ def sweep_cmd(
         rows_ = _dask_map(tasks, workers)
     else:
         with ProcessPoolExecutor(max_workers=workers or None) as pool:
-            rows_ = list(pool.map(_one, tasks))
+            rows_ = list(pool.map(sweep_run, tasks))
     if output == "json":
         emit_json({"runs": rows_})
     elif output == "yaml":
@@ -192,6 +200,7 @@ def sweep_cmd(
             "wastedNodes",
             "partialGangGpuHours",
             "gpuAllocationPercent",
+            "strandedGpuHours",
             "cost",
         ]
         emit_table(f"sweep: {len(rows_)} runs", keys, [[r[k] for k in keys] for r in rows_])
@@ -209,7 +218,7 @@ def _dask_map(tasks: list[tuple[tuple[str, ...], int, str]], workers: int) -> li
         n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None
     )
     with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
-        return list(client.gather(client.map(_one, tasks)))
+        return list(client.gather(client.map(sweep_run, tasks)))
 
 
 COMMANDS = [simulate_cmd, report_cmd, sweep_cmd]

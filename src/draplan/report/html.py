@@ -50,6 +50,7 @@ def html_report(name: str, results: list[SimResult]) -> str:
     alloc = {r.policy: r.series["gpuAllocationPercent"] for r in results}
     pending = {r.policy: r.series["pendingPods"] for r in results}
     cost = {r.policy: r.series["costPerHour"] for r in results}
+    stranded = {r.policy: r.series.get("strandedGpus", []) for r in results}
     classes = sorted({c for r in results for c in r.totals["pendingSeconds"]})
     p95 = {
         r.policy: [r.totals["pendingSeconds"].get(c, {}).get("p95", 0.0) for c in classes]
@@ -60,12 +61,13 @@ def html_report(name: str, results: list[SimResult]) -> str:
     )
     waste = bar_chart(
         "Waste",
-        ["wasted node-h", "GPU-h in partial gangs", "idle GPU-h"],
+        ["wasted node-h", "GPU-h in partial gangs", "idle GPU-h", "stranded GPU-h"],
         {
             r.policy: [
                 r.totals["wastedNodeHours"],
                 r.totals["partialGangGpuHours"],
                 r.totals["idleGpuHoursProvisioned"],
+                r.totals.get("strandedGpuHours", 0.0),
             ]
             for r in results
         },
@@ -74,6 +76,7 @@ def html_report(name: str, results: list[SimResult]) -> str:
     figs = [
         line_chart("GPU allocation over time", alloc, "hours", "% of GPUs allocated", 3600.0),
         line_chart("Pending pods over time", pending, "hours", "pods", 3600.0),
+        line_chart("Stranded GPUs over time (FGD)", stranded, "hours", "GPUs", 3600.0),
         line_chart("Cost rate over time", cost, "hours", "$ per hour", 3600.0),
         bar_chart("Pending time p95 per workload class", classes, p95, "seconds"),
         totals,
@@ -89,7 +92,8 @@ def html_report(name: str, results: list[SimResult]) -> str:
         f"{_table(headers(), rows(results))}"
         "<p class='note'>Wasted nodes: added by the autoscaler, never hosted any pod that "
         "was pending when they were added. Partial gangs: GPUs held by members of gangs "
-        "that had not all started.</p>"
+        "that had not all started. Stranded: free GPU capacity the workload's typical requests "
+        "could not use (the FGD fragmentation measure), in GPUs; % of provisioned GPU time.</p>"
         f"<h2>Pending time (seconds)</h2>"
         f"{_table(['policy', 'class', 'p50', 'p95', 'p99'], pending_rows(results))}"
         f"<div class='figs'>{''.join(figs)}</div></body></html>"

@@ -119,8 +119,13 @@ def heat_map(title: str, rows: dict[str, list[tuple[float, float]]], xmax: float
         cells.append(
             f'<text x="{x0 - 4}" y="{y + 9}" font-size="9" text-anchor="end">{escape(name)}</text>'
         )
-        for k, (t, frac) in enumerate(pts):
-            t_next = pts[k + 1][0] if k + 1 < len(pts) else xmax
+        k = 0
+        while k < len(pts):
+            t, frac = pts[k]
+            k += 1
+            while k < len(pts) and pts[k][1] == frac:
+                k += 1  # one cell per run of equal values keeps long runs' reports small
+            t_next = pts[k][0] if k < len(pts) else xmax
             xa = x0 + t / (xmax or 1) * (x1 - x0)
             xb = x0 + t_next / (xmax or 1) * (x1 - x0)
             shade = int(235 - 200 * min(1.0, frac))

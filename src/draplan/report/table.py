@@ -16,6 +16,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("idleGpuHoursProvisioned", "idle GPU-h (new nodes)"),
     ("gpuAllocationPercent", "GPU allocation %"),
     ("strandedGpuHours", "stranded GPU-h"),
+    ("strandedPercent", "stranded %"),
     ("cost", "cost $"),
     ("jobsStarted", "jobs started"),
 )
@@ -24,7 +25,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 def rows(results: list[SimResult]) -> list[list[Any]]:
     out = []
     for r in results:
-        out.append([r.policy, *(r.totals[key] for key, _ in COLUMNS[1:])])
+        out.append([r.policy, *(r.totals.get(key, "") for key, _ in COLUMNS[1:])])
     return out
 
 

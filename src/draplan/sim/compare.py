@@ -16,7 +16,7 @@ def config_of(sim: SimInput, policy: str) -> SimConfig:
         policy=policy,
         autoscaler_interval=spec.autoscaler_interval_seconds,
         scale_down_unneeded=spec.scale_down_unneeded_seconds,
-        horizon=spec.horizon_seconds,
+        horizon=spec.horizon_seconds if spec.horizon_seconds is not None else sim.horizon,
     )
 
 

@@ -1,23 +1,28 @@
 """The event loop: arrivals, scheduler cycles, autoscaler ticks, nodes becoming ready after
-their pool's provisioning delay, completions and scale-down. Same input and seed, same result.
+their pool's provisioning delay, completions (or a trace's deletions) and scale-down. Same
+input and seed, same result.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from draplan.api.core_v1 import Pod
 from draplan.api.meta import KubeStruct
+from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.templates import POOL_LABEL, NewNode, add_new_node
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler, build_profile
 from draplan.sim.metrics import Recorder
+from draplan.sim.stranded import StrandedMeter
 from draplan.sim.workloads import Job
 
 POLICIES = ("legacy", "dra", "dra+gang-atomic")
@@ -30,7 +35,7 @@ class SimConfig:
     policy: str = "dra+gang-atomic"
     autoscaler_interval: float = 10.0
     scale_down_unneeded: float = 600.0
-    horizon: float | None = None  # stop time; default: when all work is done
+    horizon: float | None = None  # run until then; default: until all work is done
     sample_every: float = 60.0
 
 
@@ -45,6 +50,11 @@ class SimResult:
 
 
 class Simulation:
+    """Events in (time, kind, sequence) order. The scheduler runs once after all events of an
+    instant; the autoscaler loop runs on its period's grid, but only at the ticks where
+    something could have changed its answer: after an event, or when a node's unneeded time
+    runs out. Between those, a tick would repeat the last plan, so idle time is skipped."""
+
     def __init__(self, objects: list[KubeStruct], jobs: list[Job], config: SimConfig) -> None:
         if config.policy not in POLICIES:
             raise ValueError(f"unknown policy {config.policy!r}")
@@ -61,18 +71,30 @@ class Simulation:
         self.now = 0.0
         self.upcoming: dict[str, tuple[NewNode, str, list[tuple[str, str]]]] = {}
         self.unneeded_since: dict[str, float] = {}
-        self.dirty = True
+        self.ticks: set[int] = set()  # periods with a tick queued
+        self.ticks_run = 0  # autoscaler passes (a benchmark shows how much idle time is skipped)
+        self.dirty = True  # changed since the last scale-up plan
+        self.unscheduled = False  # changed since the scheduler last ran
         self.started: set[str] = set()
         self.finished: set[str] = set()
-        self.rec = Recorder(self.state)
+        # At most ~1000 samples per series over a given horizon, however long.
+        sample_every = max(config.sample_every, (config.horizon or 0.0) / 1000)
+        self.rec = Recorder(self.state, StrandedMeter(self.state, jobs), sample_every)
         for name in sorted(self.state.nodes.keys()):
             self.rec.node_added(name, self.state.nodes[name], 0.0, initial=True)
         for job in jobs:
             self._push(job.arrival, ARRIVE, job.name)
-        self._push(0.0, TICK, None)
+        self._want_tick(0.0)
 
     def _push(self, t: float, kind: int, data: Any) -> None:
         heapq.heappush(self.events, (t, kind, next(self.seq), data))
+
+    def _want_tick(self, t: float) -> None:
+        """An autoscaler tick at the first point of its period's grid at or after `t`."""
+        period = math.ceil(t / self.config.autoscaler_interval)
+        if period not in self.ticks:
+            self.ticks.add(period)
+            self._push(period * self.config.autoscaler_interval, TICK, period)
 
     def default_horizon(self) -> float:
         """Long enough for every job to run twice over after the last arrival; a policy that
@@ -86,8 +108,9 @@ class Simulation:
         horizon = self.config.horizon
         if horizon is None:
             horizon = self.default_horizon()
-        while self.events:
-            t, kind, _, data = heapq.heappop(self.events)
+        events = self.events
+        while events:
+            t, kind, _, data = heapq.heappop(events)
             if t > horizon:
                 break
             self.rec.advance(t)
@@ -99,17 +122,26 @@ class Simulation:
             elif kind == FINISH:
                 self._finish(self.jobs[data])
             else:
+                self.ticks.discard(data)
+                self.ticks_run += 1
                 self._tick()
+            if self.unscheduled and (not events or events[0][0] > t or events[0][1] == TICK):
+                self._schedule()
             if progress is not None:
                 progress(t)
-            if self._done() and kind != ARRIVE:
+            if self._done() and self.config.horizon is None:
                 break
-        end = min(horizon, self.now) if self._done() else horizon
+        end = min(horizon, self.now) if self._done() and self.config.horizon is None else horizon
         self.rec.advance(end)
         return self.rec.result(self.config.policy, end, self.jobs, self.started)
 
     def _done(self) -> bool:
         return len(self.finished) == len(self.jobs)
+
+    def _changed(self) -> None:
+        self.unscheduled = True
+        self.dirty = True
+        self._want_tick(self.now)
 
     # --- events --------------------------------------------------------------------------
 
@@ -117,12 +149,16 @@ class Simulation:
         for obj in job.objects:
             if isinstance(obj, Pod):
                 self.state.pods[key_of(obj)] = obj
-            elif getattr(obj, "kind", "") == "ResourceClaimTemplate":
-                self.state.claim_templates[key_of(obj)] = obj  # type: ignore[assignment]
+            elif isinstance(obj, ResourceClaim):
+                self.state.put_claim(obj)
+            elif isinstance(obj, ResourceClaimTemplate):
+                self.state.claim_templates[key_of(obj)] = obj
             else:
                 self.state.others.append(obj)
         self.rec.job_arrived(job, self.now)
-        self._schedule()
+        if job.deletion is not None:
+            self._push(job.deletion, FINISH, job.name)
+        self._changed()
 
     def _ready(self, names: list[str]) -> None:
         """The nodes of one scale-up join together (one node-group resize)."""
@@ -130,28 +166,34 @@ class Simulation:
             new, pool, intended = self.upcoming.pop(name)
             add_new_node(self.state, new)
             self.rec.node_added(name, new.node, self.now, pool=pool, intended=intended)
-        self._schedule()
+        self._changed()
 
     def _finish(self, job: Job) -> None:
         for key in job.pods:
             self.state.remove_pod(key)
+        for obj in job.objects:
+            if isinstance(obj, ResourceClaim):
+                self.state.remove_claim(key_of(obj))  # deleted with its pod
         self.finished.add(job.name)
         self.rec.job_finished(job, self.now)
-        self._schedule()
+        self._changed()
 
     def _schedule(self) -> None:
-        self.dirty = True
+        self.unscheduled = False
         for r in self.scheduler.run(self.state):
-            if r.node:
-                self.rec.pod_bound(r.key, r.node, self.now)
-        for name, job in self.jobs.items():
-            if name in self.started or name in self.finished:
+            if not r.node:
                 continue
+            self.rec.pod_bound(r.key, r.node, self.now)
+            name = self.job_of.get(r.key)
+            if name is None or name in self.started:
+                continue
+            job = self.jobs[name]
             pods = [self.state.pods.get(k) for k in job.pods]
-            if pods and all(p is not None and p.spec.node_name for p in pods):
+            if all(p is not None and p.spec.node_name for p in pods):
                 self.started.add(name)
                 self.rec.job_started(job, self.now)
-                self._push(self.now + job.duration, FINISH, name)
+                if job.deletion is None:
+                    self._push(self.now + job.duration, FINISH, name)
 
     def _pending(self) -> list[Pod]:
         return [p for p in self.state.pods.values() if not p.spec.node_name and not is_terminal(p)]
@@ -163,13 +205,8 @@ class Simulation:
             self._scale_up()
         self.dirty = False
         self._scale_down()
-        if not self._done() and not self._stuck():
-            self._push(self.now + self.config.autoscaler_interval, TICK, None)
-
-    def _stuck(self) -> bool:
-        """Nothing left that could change the cluster: no arrival, completion or node on its
-        way, no node waiting to be scaled down. Pending pods then pend forever."""
-        return not self.events and not self.upcoming and not self.unneeded_since
+        for since in self.unneeded_since.values():
+            self._want_tick(since + self.config.scale_down_unneeded)
 
     def _scale_up(self) -> None:
         pending = sorted(key_of(p) for p in self._pending())
@@ -206,28 +243,34 @@ class Simulation:
         }
 
     def _scale_down(self) -> None:
+        nodes = self.state.nodes
+        pooled = {
+            name: node.metadata.labels[POOL_LABEL]
+            for name, node in sorted(nodes.items())
+            if POOL_LABEL in node.metadata.labels
+        }
+        if not pooled:
+            return
         used = {p.spec.node_name for p in self.state.pods.values() if p.spec.node_name}
+        idle = [name for name in pooled if name not in used]
+        for name in set(self.unneeded_since) - set(idle):
+            del self.unneeded_since[name]
+        if not idle:
+            return
         wanted = self._wanted_pools()
-        for name in sorted(self.state.nodes.keys()):
-            node = self.state.nodes[name]
-            if (
-                POOL_LABEL not in node.metadata.labels
-                or name in used
-                or node.metadata.labels[POOL_LABEL] in wanted
-            ):
+        members = Counter(pooled.values())
+        for name in idle:
+            pool_name = pooled[name]
+            if pool_name in wanted:
                 self.unneeded_since.pop(name, None)
                 continue
             since = self.unneeded_since.setdefault(name, self.now)
-            pool = self.state.node_pools.get(node.metadata.labels[POOL_LABEL])
-            members = sum(
-                1
-                for n in self.state.nodes.values()
-                if n.metadata.labels.get(POOL_LABEL) == node.metadata.labels[POOL_LABEL]
-            )
-            if pool is not None and members <= pool.spec.min_nodes:
+            pool = self.state.node_pools.get(pool_name)
+            if pool is not None and members[pool_name] <= pool.spec.min_nodes:
                 continue
             if self.now - since >= self.config.scale_down_unneeded:
                 self.state.remove_node(name)
+                members[pool_name] -= 1
                 self.unneeded_since.pop(name)
                 self.rec.node_removed(name, self.now)
 

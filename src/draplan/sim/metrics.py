@@ -1,5 +1,6 @@
 """What a simulation measures: time-weighted GPU allocation, idle and wasted capacity, partial
-gangs, pending times per workload class, and cost."""
+gangs, stranded capacity (the FGD measure, draplan.sim.stranded), pending times per workload
+class, and cost."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from draplan.api.core_v1 import Node
 from draplan.autoscaler.templates import POOL_LABEL
 from draplan.cluster.devices import Pool
 from draplan.cluster.state import ClusterState
+from draplan.sim.stranded import ACCELERATOR_DRIVERS, StrandedMeter
 
 if TYPE_CHECKING:
     from draplan.sim.engine import SimResult
     from draplan.sim.workloads import Job
 
-ACCELERATOR_DRIVERS = ("gpu.nvidia.com", "gpu.example.com", "gpu.openb.alibaba")
 HOUR = 3600.0
 
 
@@ -71,15 +72,31 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    """What one node contributes while its state holds: GPUs, GPUs in use, stranded GPUs."""
+
+    gpus: float
+    used: float
+    stranded: float
+
+
 class Recorder:
-    def __init__(self, state: ClusterState, sample_every: float = 60.0) -> None:
+    """Integrates the cluster's measures over time. A node is measured again only when the
+    cluster state's change log names it: an event re-measures the nodes it changed, not all."""
+
+    def __init__(
+        self, state: ClusterState, meter: StrandedMeter, sample_every: float = 60.0
+    ) -> None:
         self.state = state
+        self.meter = meter
         self.sample_every = sample_every
         self.last = 0.0
         self.lives: list[NodeLife] = []  # every node ever, in order (names can come back)
         self.nodes: dict[str, NodeLife] = {}  # the current life of each present node
         self.arrived: dict[str, float] = {}
         self.start: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
         self.kind: dict[str, str] = {}
         self.totals = {
             "gpuSeconds": 0.0,
@@ -91,6 +108,7 @@ class Recorder:
         }
         self.series: dict[str, list[tuple[float, float]]] = {
             "gpuAllocationPercent": [],
+            "strandedGpus": [],
             "pendingPods": [],
             "nodes": [],
             "costPerHour": [],
@@ -98,6 +116,10 @@ class Recorder:
         self.occupancy: dict[str, list[tuple[float, float]]] = {}
         self.next_sample = 0.0
         self.gang_pods: dict[tuple[str, str], str] = {}
+        self.samples: dict[str, NodeSample] = {}
+        self.cursor = -1  # into state.change_log; -1: measure every node
+        # (GPUs, in use, idle on new nodes, stranded, cost per hour) of the current state.
+        self.now = (0.0, 0.0, 0.0, 0.0, 0.0)
 
     # --- events --------------------------------------------------------------------------
 
@@ -136,29 +158,52 @@ class Recorder:
         self.start[job.name] = t
 
     def job_finished(self, job: Job, t: float) -> None:
+        self.ended[job.name] = t
         for key in job.pods:
             self.gang_pods.pop(key, None)
 
     # --- integration ---------------------------------------------------------------------
 
+    def _refresh(self) -> None:
+        """Measure the nodes changed since the last call, then the cluster's sums."""
+        state = self.state
+        log = state.change_log
+        if self.cursor == len(log):
+            return
+        if self.cursor < 0 or "*" in log[self.cursor :]:
+            names = sorted(set(state.nodes.keys()) | set(self.samples))
+        else:
+            names = sorted(set(log[self.cursor :]))
+        self.cursor = len(log)
+        meter = self.meter
+        for name in names:
+            node = state.nodes.get(name)
+            if node is None:
+                self.samples.pop(name, None)
+                continue
+            g, u = node_gpus(state, node)
+            stranded = meter.node(state, node) if g else 0.0
+            self.samples[name] = NodeSample(g, u, stranded)
+        total = used = idle_new = stranded = cost = 0.0
+        for name, sample in self.samples.items():
+            total += sample.gpus
+            used += sample.used
+            stranded += sample.stranded
+            life = self.nodes.get(name)
+            if life is not None:
+                cost += life.price
+                if not life.initial:
+                    idle_new += sample.gpus - sample.used
+        self.now = (total, used, idle_new, stranded, cost)
+
     def advance(self, t: float) -> None:
+        """Integrate the state as it was since the last call up to `t`."""
         dt = t - self.last
         if dt <= 0 and t > 0:
             return
+        self._refresh()
         state = self.state
-        total = used = idle_new = 0.0
-        per_node: dict[str, float] = {}
-        for name, node in state.nodes.items():
-            g, u = node_gpus(state, node)
-            total += g
-            used += u
-            per_node[name] = u / g if g else 0.0
-            life = self.nodes.get(name)
-            if life is not None and not life.initial:
-                idle_new += g - u
-            if life is not None:
-                self.totals["cost"] += life.price * dt / HOUR
-        pending = [p for p in state.pods.values() if not p.spec.node_name]
+        total, used, idle_new, stranded, cost = self.now
         held = 0.0
         for key, job in self.gang_pods.items():
             pod = state.pods.get(key)
@@ -168,18 +213,19 @@ class Recorder:
         self.totals["allocatedGpuSeconds"] += used * dt
         self.totals["idleProvisioned"] += idle_new * dt
         self.totals["partialGang"] += held * dt
-        if pending:
-            self.totals["stranded"] += (total - used) * dt
+        self.totals["stranded"] += stranded * dt
+        self.totals["cost"] += cost * dt / HOUR
         self.last = t
         if t >= self.next_sample:
             self.next_sample = t + self.sample_every
+            pending = sum(1 for p in state.pods.values() if not p.spec.node_name)
             self.series["gpuAllocationPercent"].append((t, 100.0 * used / total if total else 0))
-            self.series["pendingPods"].append((t, float(len(pending))))
+            self.series["strandedGpus"].append((t, round(stranded, 3)))
+            self.series["pendingPods"].append((t, float(pending)))
             self.series["nodes"].append((t, float(len(state.nodes))))
-            self.series["costPerHour"].append(
-                (t, sum(self.nodes[n].price for n in state.nodes if n in self.nodes))
-            )
-            for name, frac in per_node.items():
+            self.series["costPerHour"].append((t, cost))
+            for name, sample in self.samples.items():
+                frac = sample.used / sample.gpus if sample.gpus else 0.0
                 self.occupancy.setdefault(name, []).append((t, frac))
 
     def result(self, policy: str, end: float, jobs: dict[str, Job], started: set[str]) -> SimResult:
@@ -192,7 +238,9 @@ class Recorder:
             if arrived is None:
                 continue
             began = self.start.get(name)
-            wait = (began if began is not None else end) - arrived
+            # A pod deleted before it ever ran (a replayed trace) waited until its deletion.
+            stop = began if began is not None else self.ended.get(name, end)
+            wait = stop - arrived
             waits.setdefault(job.kind, []).append(wait)
             job_rows.append(
                 {
@@ -231,6 +279,9 @@ class Recorder:
             "wastedNodeHours": round(wasted_hours, 2),
             "partialGangGpuHours": round(tot["partialGang"] / HOUR, 2),
             "strandedGpuHours": round(tot["stranded"] / HOUR, 2),
+            "strandedPercent": round(100 * tot["stranded"] / tot["gpuSeconds"], 2)
+            if tot["gpuSeconds"]
+            else 0.0,
             "nodesAdded": sum(1 for n in self.lives if not n.initial),
             "cost": round(tot["cost"], 2),
             "simulatedHours": round(end / HOUR, 2),

@@ -1,5 +1,5 @@
-"""A simulation input: the cluster objects, a Scenario (workload and settings), and the jobs it
-stands for."""
+"""A simulation input: the cluster objects, a Scenario (workload and settings: the synthetic
+mix, jobs as YAML, an openb trace replay), and the jobs it stands for."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 from draplan.cluster.state import key_of
 from draplan.sim.engine import POLICIES
+from draplan.sim.replay import load_replay
 from draplan.sim.workloads import Job, Mix, synthetic
 
 
@@ -21,6 +22,7 @@ class SimInput:
     cluster: list[KubeStruct]
     jobs: list[Job]
     scenario: Scenario
+    horizon: float | None = None  # the workload's own end (a replayed window), if it has one
 
 
 def _mix(w: SyntheticWorkload) -> Mix:
@@ -85,6 +87,12 @@ def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
     if workload.synthetic is not None:
         jobs.extend(synthetic(_mix(workload.synthetic), scenario.spec.seed))
     jobs.extend(_yaml_job(j, i, source) for i, j in enumerate(workload.jobs))
+    horizon = None
+    if workload.openb is not None:
+        replay = load_replay(workload.openb, source)
+        cluster.extend(replay.cluster)
+        jobs.extend(replay.jobs)
+        horizon = replay.horizon
     if not jobs:
         raise BadInput(
             "the workload is empty",
@@ -94,4 +102,4 @@ def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
             path="spec.workload",
         )
     jobs.sort(key=lambda j: (j.arrival, j.name))
-    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario)
+    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario, horizon)

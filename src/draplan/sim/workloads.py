@@ -21,7 +21,8 @@ def timestamp(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """A unit of work: it starts when all its pods run, and ends `duration` seconds later."""
+    """A unit of work: it starts when all its pods run, and ends `duration` seconds later; or,
+    with `deletion` (a replayed trace), its pods are deleted then, started or not."""
 
     name: str
     kind: str  # workload class, for per-class metrics
@@ -30,6 +31,7 @@ class Job:
     objects: tuple[KubeStruct, ...]
     pods: tuple[tuple[str, str], ...]
     devices: int
+    deletion: float | None = None
 
 
 @dataclass(frozen=True)

@@ -131,18 +131,23 @@ def test_b_gang_dra_aware_completes_the_gang_when_a_domain_can_hold_it() -> None
     assert len(domains) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a gang refused for its topology gets only a generic reason ('pools that could "
-    "host it alone: nvl72; not added (limits, gang or topology constraints)', and the scheduler "
-    "part '0/0 nodes are available.'); issue 6 §3 wants the cause, e.g. 'needs 4 nodes in one "
-    "nvidia.com/gpu.clique domain of nvl72; at most 3 per domain'",
-)
 def test_b_gang_reason_names_the_domain_key_and_the_per_domain_limit() -> None:
     doc, _ = plan_api(scenario_gang())
     for entry in doc["pending"]:
         text = " ".join(str(v) for v in entry["reason"].values())
         assert CLIQUE in text and "3" in text
+        assert entry["reason"]["autoscaler"].endswith(
+            f"needs 4 nodes in one {CLIQUE} domain of nvl72; at most 3 per domain"
+        )
+        assert entry["reason"]["nodes"] == {"TopologyUnsatisfiable": 0}
+
+
+def test_b_gang_reason_names_the_pool_max() -> None:
+    doc, _ = plan_api(scenario_gang(per_domain=18, max_nodes=3))
+    for entry in doc["pending"]:
+        assert entry["reason"]["autoscaler"].endswith(
+            f"needs 4 nodes in one {CLIQUE} domain of nvl72; pool max reached at 3"
+        )
 
 
 @pytest.mark.parametrize("api", ["workload", "kueue"])
@@ -158,15 +163,9 @@ def test_b_gang_legacy_adds_nodes_that_are_all_wasted(
     assert pending(doc) == GANG_PODS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: legacy gang (scenario b): every wasted node says 'default/train-N was placed "
-    "elsewhere' although train-N is still pending, and pending[].reason has no 'message' (the "
-    "per-pod re-check ignores the gang, so the pod 'fits' alone); expected the gang/topology "
-    "reason the real scheduler gives (TopologyUnsatisfiable: no single nvidia.com/gpu.clique "
-    "domain fits 4 pods)",
-)
 def test_b_gang_legacy_wasted_reason_is_the_schedulers() -> None:
+    """The members still pend: each wasted node gives the gang's reason (alone a member
+    would fit the node, which is not why it pends)."""
     doc, _ = plan_api(scenario_gang(), legacy=True)
     for w in doc["wasted"]:
         assert "placed elsewhere" not in w["reason"]
@@ -386,16 +385,13 @@ def test_e_booked_capacity_without_a_pool_leaves_the_pod_pending(legacy: bool) -
     assert pending(doc) == ["default/late"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a request still inside its 10-minute booking (Provisioned=True at 00:00, now "
-    "00:05) is re-checked and its Provisioned condition is re-emitted with lastTransitionTime "
-    "00:05 instead of 00:00: the booking clock restarts every pass and never expires",
-)
 def test_e_rechecked_booking_keeps_its_transition_time() -> None:
+    """Provisioned=True at 00:00, now 00:05: the re-checked condition keeps 00:00, or the
+    booking clock would restart every pass and never expire."""
     objs = scenario_provreq(CHECK, 8, conditions=[provisioned_condition(T0)])
     doc, _ = plan_api(objs + _late_pod("2025-01-01T00:05:00Z"))
-    assert conditions(doc)["Provisioned"]["lastTransitionTime"] == T0
+    got = conditions(doc)["Provisioned"]
+    assert (got["status"], got["lastTransitionTime"]) == ("True", T0)
 
 
 def test_e_request_not_provisioned_within_seven_days_fails() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.autoscaler.templates import NewNode
@@ -11,6 +12,8 @@ from draplan.cluster.state import ObjectKey
 
 EXPANDERS = ("least-waste", "least-cost", "priority", "most-pods")
 DEFAULT_EXPANDERS = ("least-cost", "least-waste", "most-pods")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -56,13 +59,25 @@ _SCORES: dict[str, Callable[[Option], float]] = {
 }
 
 
-def choose(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) -> Option:
-    """Each expander keeps the options it rates best; ties fall through, then the pool name."""
-    remaining = list(options)
-    for name in chain:
-        score = _SCORES[name]
-        best = min(score(o) for o in remaining)
-        remaining = [o for o in remaining if abs(score(o) - best) <= 1e-9 * max(1.0, abs(best))]
+def choose_by(
+    items: Sequence[T],
+    chain: Sequence[str],
+    score: Callable[[str, T], float],
+    name: Callable[[T], str],
+) -> T:
+    """Each expander keeps the items it rates best (`score(expander, item)`, lower is better);
+    ties fall through the chain, then to the smallest `name`."""
+    remaining = list(items)
+    for expander in chain:
+        best = min(score(expander, o) for o in remaining)
+        remaining = [
+            o for o in remaining if abs(score(expander, o) - best) <= 1e-9 * max(1.0, abs(best))
+        ]
         if len(remaining) == 1:
             break
-    return min(remaining, key=lambda o: o.pool.metadata.name)
+    return min(remaining, key=name)
+
+
+def choose(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) -> Option:
+    """The expander chain over whole options."""
+    return choose_by(options, chain, lambda e, o: _SCORES[e](o), lambda o: o.pool.metadata.name)

@@ -17,16 +17,18 @@ from draplan.autoscaler.provreq import (
     booking_state,
     condition,
     existing,
+    keep_transitions,
     parse_time,
     provreq_pods,
     supported,
 )
 from draplan.autoscaler.scaledown import Removal, plan_scale_down
-from draplan.autoscaler.scaleup import ScaleUpPlanner, pending_pods
+from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler import FitReason, Profile, Scheduler, build_profile
+from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.core import unbound
+from draplan.scheduler.gangs import find_gangs
 
 
 @dataclass
@@ -114,16 +116,21 @@ class Autoscaler:
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
         self.scheduler = Scheduler(self.profile, gangs=gangs)
-        self.fits_empty: dict[tuple[str, bytes], bool] = {}
+        self.quiet = Scheduler(self.profile, gangs=gangs, explain=False)
+        self.capacities: dict[tuple[str, bytes], Capacity] = {}
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
 
     def planner(self, state: ClusterState) -> ScaleUpPlanner:
         planner = ScaleUpPlanner(
-            self.scheduler, list(state.node_pools.values()), self.limits, self.expanders
+            self.scheduler,
+            list(state.node_pools.values()),
+            self.limits,
+            self.expanders,
+            self.quiet,
         )
-        planner.fits_empty = self.fits_empty  # pools are fixed for this autoscaler's life
+        planner.capacities = self.capacities  # pools are fixed for this autoscaler's life
         return planner
 
     # --- ProvisioningRequests -------------------------------------------------------------
@@ -143,15 +150,15 @@ class Autoscaler:
             ]
             failed = existing(pr, "Failed")
             if failed is not None and failed.status == "True":
-                plan.provisioning.append((pr, [*conds, failed]))
+                plan.provisioning.append((pr, [*keep_transitions(pr, conds), failed]))
                 continue
             expired = booking_state(state, pr, now)
             provisioned = existing(pr, "Provisioned")
             if expired is not None and provisioned is not None:
-                plan.provisioning.append((pr, [*conds, provisioned, expired]))
+                plan.provisioning.append((pr, [*keep_transitions(pr, conds), provisioned, expired]))
                 continue
             conds.extend(self._provision(state, pr, plan, now))
-            plan.provisioning.append((pr, conds))
+            plan.provisioning.append((pr, keep_transitions(pr, conds)))
 
     def _provision(
         self, state: ClusterState, pr: ProvisioningRequest, plan: Plan, now: datetime
@@ -299,23 +306,35 @@ class Autoscaler:
                     Wasted(
                         option.pool.metadata.name,
                         name,
-                        self._why_not(state, intended.get(name, []), name),
+                        self._why_not(state, intended.get(name, []), name, results),
                     )
                 )
             plan.scale_up.append(option)
 
-    def _why_not(self, state: ClusterState, keys: list[ObjectKey], node: str) -> str:
+    def _why_not(
+        self,
+        state: ClusterState,
+        keys: list[ObjectKey],
+        node: str,
+        results: dict[ObjectKey, PodResult],
+    ) -> str:
         for key in keys:
             pod = state.pods.get(key)
             if pod is None or pod.spec.node_name == node:
                 continue
+            if pod.spec.node_name:
+                return f"{key[0]}/{key[1]} was placed on {pod.spec.node_name} instead"
+            done = results.get(key)
+            if done is not None and done.gang and done.reason is not None:
+                # A gang member is judged with its gang: alone it might fit.
+                return f"{key[0]}/{key[1]}: {done.reason.message}"
             with state.forked():
                 result = self.scheduler.schedule_pod(state, unbound(pod), [node])
             if result.reason is not None:
                 detail = result.reason.evidence.get("allocator", {}).get(node)
                 extra = f" ({detail['code']}: {detail['message']})" if detail else ""
                 return f"{key[0]}/{key[1]}: {result.reason.message}{extra}"
-            return f"{key[0]}/{key[1]} was placed elsewhere"
+            return f"{key[0]}/{key[1]} fits there alone but the scheduler placed it nowhere"
         return "no pod it was added for landed on it"
 
     def plan(
@@ -332,10 +351,13 @@ class Autoscaler:
         existing_nodes = set(state.nodes.keys())
         before_pending = {key_of(p) for p in pending_pods(state)}
         self._provisioning(state, plan, now)
+        refused: dict[ObjectKey, str] = {}
         if self.legacy:
             self._legacy_scale_up(state, plan)
         else:
-            plan.scale_up.extend(self.planner(state).plan(state).options)
+            scale_up = self.planner(state).plan(state)
+            plan.scale_up.extend(scale_up.options)
+            refused = scale_up.reasons
         new_nodes = set(state.nodes.keys()) - existing_nodes
         for key in before_pending:
             pod = state.pods.get(key)
@@ -344,18 +366,30 @@ class Autoscaler:
         protected = new_nodes
         if scale_down:
             plan.scale_down = plan_scale_down(state, self.scheduler, state.node_pools, protected)
-        for pod in pending_pods(state):
+        still = pending_pods(state)
+        if not explain:
+            plan.pending.extend((key_of(pod), None, "") for pod in still)
+            return plan
+        gangs = find_gangs(state) if self.scheduler.gangs else {}
+        judged: dict[ObjectKey, PodResult] = {}
+        for pod in still:
             key = key_of(pod)
-            if not explain:
-                plan.pending.append((key, None, ""))
-                continue
-            with state.forked():
-                result = self.scheduler.schedule_pod(state, pod)
-            plan.pending.append((key, result.reason, self._pool_reason(state, pod)))
+            gang = gangs.get(key)
+            if key not in judged:
+                with state.forked():
+                    if gang is None:
+                        judged[key] = self.scheduler.schedule_pod(state, pod)
+                    else:  # explained with its gang, the way the scheduler judges it
+                        only = {k for k in gang.members if k in state.pods}
+                        judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
+            result = judged.get(key)
+            reason = result.reason if result is not None else None
+            plan.pending.append((key, reason, self._pool_reason(state, pod, refused.get(key))))
         return plan
 
-    def _pool_reason(self, state: ClusterState, pod: Any) -> str:
-        """What the node pools can or cannot do for a pod that still pends."""
+    def _pool_reason(self, state: ClusterState, pod: Any, why: str | None) -> str:
+        """What the node pools can or cannot do for a pod that still pends (`why`: what the
+        planner found for its gang)."""
         if not state.node_pools:
             return ""
         planner = self.planner(state)
@@ -364,5 +398,5 @@ class Autoscaler:
             return "no NodePool can fit this pod on a new node"
         return (
             f"pools that could host it alone: {', '.join(helping)}; not added (limits, "
-            "gang or topology constraints)"
+            f"gang or topology constraints){': ' + why if why else ''}"
         )

@@ -79,6 +79,18 @@ def existing(pr: ProvisioningRequest, ctype: str) -> Condition | None:
     return next((c for c in pr.status.conditions if c.type == ctype), None)
 
 
+def keep_transitions(pr: ProvisioningRequest, conditions: list[Condition]) -> list[Condition]:
+    """A condition whose status did not change keeps its lastTransitionTime (as
+    meta.SetStatusCondition does): a re-checked booking must not restart its clock."""
+    out = []
+    for c in conditions:
+        before = existing(pr, c.type)
+        if before is not None and before.status == c.status and before.last_transition_time:
+            c = msgspec.structs.replace(c, last_transition_time=before.last_transition_time)
+        out.append(c)
+    return out
+
+
 def booking_state(state: ClusterState, pr: ProvisioningRequest, now: datetime) -> Condition | None:
     """BookingExpired when provisioned over 10 minutes ago, or when all its pods are running
     (PR autoscaler#9806 fixed double booking); None while the booking holds."""

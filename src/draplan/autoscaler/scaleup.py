@@ -1,24 +1,44 @@
-"""Scale-up: for each NodePool, fork the state, add template nodes, run the real scheduler, and
-keep the option the expanders like best; repeat while pending pods remain. No placement rule of
-its own: what fits is what the scheduler places."""
+"""Scale-up as Cluster Autoscaler estimates it, with the real scheduler the only judge of fit.
+
+Pending pods fall into equivalence classes, one pod shape each. How many pods of a class one
+empty node of a pool holds is found by placing them, with the real scheduler, on one template
+node (memoised per pool and shape). From those numbers the planner chooses nodes. With
+least-cost first: the cheapest cover exactly when the problem is small (a dynamic programme
+over the node contents the scheduler accepted on a template node); else, up to a size, whole
+nodes greedily (the one whose price is smallest against what its pods would cost on their own)
+and then the worst of them chosen again exactly; beyond that, and with other expanders first,
+class by class through the expander chain, least-cost looking ahead at what covering the rest
+of the class costs. Only then are the chosen nodes built in the state and every pod placed on
+them by the scheduler, each pod on its planned node or the first new node that takes it. Gangs
+go first, whole, each in one topology domain (a fresh one when no partly filled domain has
+room).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
-from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose, choose_by
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
-from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
+from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler import PodResult, Scheduler
+from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims, requested_devices
-from draplan.scheduler.gangs import find_gangs
+from draplan.scheduler.gangs import Gang, find_gangs
+
+MICRO = 1_000_000  # prices are summed in micro-dollars per hour, so equal plans tie exactly
+# Limits of the exact choice (about a second at most; beyond them the class-by-class choice):
+EXACT_STATES = 20_000  # vectors of pods left per class
+EXACT_WORK = 400_000  # vectors × node contents
+PROBE_BUDGET = 2_000  # placements spent finding node contents, per round
+MIXED_GREEDY = 120  # classes × pools up to which least-cost fills whole nodes greedily
+MAX_ROUNDS = 8
 
 
 @dataclass
@@ -27,7 +47,7 @@ class ScaleUp:
 
     options: list[Option] = field(default_factory=list)
     placed: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> new node
-    reasons: dict[ObjectKey, str] = field(default_factory=dict)  # pod -> why no pool helps
+    reasons: dict[ObjectKey, str] = field(default_factory=dict)  # gang member -> why no pool
 
     @property
     def nodes_added(self) -> int:
@@ -38,14 +58,42 @@ class ScaleUp:
         return sum(o.cost_per_hour for o in self.options)
 
 
+@dataclass
+class PodClass:
+    """Pending pods of one shape: interchangeable for the scheduler."""
+
+    shape: bytes
+    pods: list[Pod]
+    size: tuple[int, int]  # devices and milli-cpu of one pod (big classes are packed first)
+
+    @property
+    def count(self) -> int:
+        return len(self.pods)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What one empty node of a pool does for a class."""
+
+    pods: int  # how many of its pods the scheduler placed there, one after another
+    exact: bool  # a pod was refused (else the class ran out of pods first)
+    waste: float  # least-waste of that node
+
+
+@dataclass(frozen=True)
+class ClassOption:
+    """A candidate for (part of) one class: `pods` of it on `nodes` new nodes of `pool`."""
+
+    pool: NodePool
+    pods: int
+    nodes: int
+    waste: float
+    cost: float  # this option plus the cheapest cover of the rest of the class
+    uncovered: int  # pods of the class no pool would take after this option
+
+
 def pending_pods(state: ClusterState) -> list[Pod]:
     return [p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)]
-
-
-def _room(state: ClusterState, pool: NodePool, added: dict[str, int]) -> int:
-    return max(
-        0, pool.spec.max_nodes - len(pool_members(state, pool)) - added.get(pool.metadata.name, 0)
-    )
 
 
 def _devices(new: NewNode) -> int:
@@ -58,14 +106,71 @@ def _counted_devices(node: Node) -> int:
     return sum(q.value() for k, q in alloc.items() if k.startswith(EXTENDED_PREFIX))
 
 
-def _template_devices(state: ClusterState, pool: NodePool) -> int:
-    return _devices(make_node(state, pool, f"{pool.metadata.name}-template", {}))
-
-
 def _node_devices(state: ClusterState, node: Node) -> int:
     name = node.metadata.name
     local = sum(1 for p in state.pools_for_node(node) for v in p.devices if v.node_name == name)
     return local + _counted_devices(node)
+
+
+def _price(pool: NodePool) -> float:
+    return float(pool.spec.price_per_hour)
+
+
+class Budget:
+    """How many more nodes each pool may get: its maxNodes, then the cluster-wide limits
+    (Cluster Autoscaler caps a scale-up at a limit instead of dropping it)."""
+
+    def __init__(
+        self, state: ClusterState, pools: Sequence[NodePool], limits: Limits, cost: float
+    ) -> None:
+        self.limits = limits
+        self.pool_room = {
+            p.metadata.name: max(0, p.spec.max_nodes - len(pool_members(state, p))) for p in pools
+        }
+        self.nodes_left = None
+        if limits.max_nodes_total is not None:
+            self.nodes_left = limits.max_nodes_total - len(state.nodes)
+        self.devices_left = None
+        if limits.max_devices_total is not None:
+            used = sum(_node_devices(state, n) for n in state.nodes.values())
+            self.devices_left = limits.max_devices_total - used
+        self.cost_left = (
+            limits.max_cost_per_hour - cost if limits.max_cost_per_hour is not None else None
+        )
+        self.per_node = {
+            p.metadata.name: _devices(make_node(state, p, f"{p.metadata.name}-template", {}))
+            for p in pools
+            if self.devices_left is not None
+        }
+
+    def room(self, pool: NodePool) -> int:
+        name = pool.metadata.name
+        room = self.pool_room.get(name, 0)
+        if self.nodes_left is not None:
+            room = min(room, self.nodes_left)
+        if self.devices_left is not None and self.per_node.get(name):
+            room = min(room, self.devices_left // self.per_node[name])
+        price = _price(pool)
+        if self.cost_left is not None and price > 0:
+            # A hair of slack: a cap equal to the plan's cost must not lose a node to rounding.
+            room = min(room, int((self.cost_left + 1e-9) // price))
+        return max(0, room)
+
+    def take(self, pool: NodePool, n: int) -> None:
+        name = pool.metadata.name
+        self.pool_room[name] = self.pool_room.get(name, 0) - n
+        if self.nodes_left is not None:
+            self.nodes_left -= n
+        if self.devices_left is not None:
+            self.devices_left -= n * self.per_node.get(name, 0)
+        if self.cost_left is not None:
+            self.cost_left -= n * _price(pool)
+
+    def copy(self) -> Budget:
+        other = Budget.__new__(Budget)
+        other.__dict__.update(self.__dict__)
+        other.pool_room = dict(self.pool_room)
+        return other
 
 
 class ScaleUpPlanner:
@@ -77,159 +182,835 @@ class ScaleUpPlanner:
         pools: Sequence[NodePool],
         limits: Limits | None = None,
         expanders: Sequence[str] = DEFAULT_EXPANDERS,
+        quiet: Scheduler | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.pools = sorted(pools, key=lambda p: p.metadata.name)
         self.limits = limits or Limits()
         self.expanders = tuple(expanders)
-        # Whether a pod shape fits an empty node of a pool does not change during a plan.
-        self.fits_empty: dict[tuple[str, bytes], bool] = {}
+        # Estimates and placements on chosen nodes need no explanation of failures.
+        self.quiet = quiet or Scheduler(scheduler.profile, gangs=scheduler.gangs, explain=False)
+        # What an empty node of a pool holds of a pod shape does not change during a plan.
+        self.capacities: dict[tuple[str, bytes], Capacity] = {}
+        self._fills: dict[tuple[object, ...], tuple[int, ...]] = {}  # for one round's classes
+
+    # --- equivalence classes and what one node holds --------------------------------------
+
+    def classes(self, state: ClusterState, pods: Sequence[Pod]) -> list[PodClass]:
+        """`pods` by shape, big classes first (Cluster Autoscaler's DecreasingPodOrderer; size
+        counts devices before cpu)."""
+        groups: dict[bytes, list[Pod]] = {}
+        for pod in pods:
+            groups.setdefault(self.scheduler.shape_of(state, pod), []).append(pod)
+        out = []
+        for shape, members in groups.items():
+            members.sort(key=key_of)
+            out.append(PodClass(shape, members, _size(state, members[0])))
+        out.sort(key=lambda c: (-c.size[0], -c.size[1], key_of(c.pods[0])))
+        return out
+
+    def _probe_node(self, state: ClusterState, pool: NodePool) -> str:
+        """Add one empty node of `pool` (in a fork the caller reverts) and return its name."""
+        name = f"{pool.metadata.name}-estimate"
+        while name in state.nodes:
+            name += "-x"
+        labels = {t.key: f"{pool.metadata.name}-estimate" for t in pool.spec.topology}
+        add_new_node(state, make_node(state, pool, name, labels))
+        return name
+
+    def capacity(
+        self, state: ClusterState, pool: NodePool, classes: Sequence[PodClass]
+    ) -> list[Capacity]:
+        """How many pods of each class the real scheduler places, one after another, on one
+        empty node of `pool` (one template node serves every class not yet known)."""
+        out: list[Capacity | None] = []
+        for cls in classes:
+            hit = self.capacities.get((pool.metadata.name, cls.shape))
+            out.append(hit if hit is not None and (hit.exact or hit.pods >= cls.count) else None)
+        if any(c is None for c in out):
+            with state.forked():
+                name = self._probe_node(state, pool)
+                for i, cls in enumerate(classes):
+                    if out[i] is not None:
+                        continue
+                    with state.forked():
+                        placed = 0
+                        for pod in cls.pods:
+                            if self.quiet.schedule_pod(state, pod, [name]).node is None:
+                                break
+                            placed += 1
+                        used = waste(state, [state.nodes[name]]) if placed else 1.0
+                    cap = Capacity(placed, placed < cls.count, used)
+                    self.capacities[pool.metadata.name, cls.shape] = cap
+                    out[i] = cap
+        return [c for c in out if c is not None]
 
     def helpable(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> list[Pod]:
         """Pods that would fit alone on one empty node of `pool` (gangs ignored)."""
-        keys = [(pool.metadata.name, self.scheduler.shape_of(state, pod)) for pod in pods]
-        unknown = [(k, pod) for k, pod in zip(keys, pods, strict=True) if k not in self.fits_empty]
-        if unknown:
-            with state.forked():
-                name, labels = NodeNamer(state, pool).next()
-                add_new_node(state, make_node(state, pool, name, labels))
-                for k, pod in unknown:
-                    if k in self.fits_empty:
-                        continue
-                    with state.forked():
-                        self.fits_empty[k] = (
-                            self.scheduler.schedule_pod(state, pod, [name]).node is not None
-                        )
-        return [pod for k, pod in zip(keys, pods, strict=True) if self.fits_empty[k]]
+        out = []
+        for cls in self.classes(state, pods):
+            hit = self.capacities.get((pool.metadata.name, cls.shape))
+            if hit is None:
+                [hit] = self.capacity(state, pool, [PodClass(cls.shape, cls.pods[:1], cls.size)])
+            if hit.pods:
+                out.extend(cls.pods)
+        return sorted(out, key=key_of)
 
-    def _estimate(self, pool: NodePool, new: NewNode, pods: list[Pod]) -> int:
-        alloc = node_allocatable(new.node)
-        need = {"cpu": 0, "memory": 0}
-        for pod in pods:
-            req = pod_requests(pod)
-            for k in need:
-                need[k] += req.get(k, 0)
-        ratios = [need[k] / alloc[k] for k in need if alloc.get(k)]
-        return max(1, math.ceil(max(ratios, default=1.0)))
-
-    def simulate(
-        self, state: ClusterState, pool: NodePool, room: int, pods: list[Pod]
-    ) -> Option | None:
-        """Add nodes of `pool` (up to `room`) until the pods it can help are placed."""
-        helpable = self.helpable(state, pool, pods)
-        if not helpable or room <= 0:
-            return None
-        wanted = {key_of(p) for p in helpable}
-        with state.forked():
-            namer = NodeNamer(state, pool)
-            nodes: list[NewNode] = []
-            target = min(
-                room,
-                len(helpable),
-                self._estimate(pool, make_node(state, pool, "estimate", {}), helpable),
-            )
-            placed: dict[ObjectKey, str] = {}
-            while True:
-                while len(nodes) < target:
-                    name, labels = namer.next()
-                    new = make_node(state, pool, name, labels)
-                    add_new_node(state, new)
-                    nodes.append(new)
-                for r in self.scheduler.run(state, only=wanted, order=self.order(state)):
-                    if r.node and r.key in wanted:
-                        placed[r.key] = r.node
-                left = wanted - placed.keys()
-                if not left or target >= min(room, len(helpable)):
-                    break
-                target = min(room, len(helpable), target * 2)
-            used = set(placed.values())
-            kept = [n for n in nodes if n.node.metadata.name in used]
-            option = Option(
-                pool,
-                kept,
-                sorted(placed),
-                waste(state, [n.node for n in kept]),
-                sum(_devices(n) for n in kept),
-            )
-        return option
-
-    def _limit_room(self, state: ClusterState, pool: NodePool, plan: ScaleUp) -> int:
-        """How many nodes of `pool` the cluster-wide limits still allow: Cluster Autoscaler
-        caps a scale-up at the limit instead of dropping it."""
-        room = 1 << 30
-        lim = self.limits
-        if lim.max_nodes_total is not None:
-            room = min(room, lim.max_nodes_total - len(state.nodes))
-        per_node = _template_devices(state, pool)
-        if lim.max_devices_total is not None and per_node:
-            existing = sum(_node_devices(state, n) for n in state.nodes.values())
-            room = min(room, (lim.max_devices_total - existing) // per_node)
-        price = float(pool.spec.price_per_hour)
-        if lim.max_cost_per_hour is not None and price > 0:
-            room = min(room, int((lim.max_cost_per_hour - plan.cost_per_hour) // price))
-        return max(0, room)
-
-    def apply(self, state: ClusterState, option: Option) -> list[PodResult]:
-        """Add the option's nodes to `state` and schedule onto them (the plan's state)."""
-        for new in option.nodes:
-            add_new_node(state, new)
-        return self.scheduler.run(state, order=self.order(state))
-
-    def order(self, state: ClusterState) -> Callable[[Pod], tuple[int, int, int, str, str]]:
-        """Cluster Autoscaler's estimator packs the biggest pods first (DecreasingPodOrderer);
-        here size counts devices too, and a gang's members share the gang's total size."""
-        sizes: dict[ObjectKey, tuple[int, int]] = {}
-        for pkey, pod in state.pods.items():
-            if pod.spec.node_name:
-                continue
-            try:
-                devices = requested_devices(pod_claims(state, pod))
-            except ClaimNotFound:
-                devices = 0
-            sizes[pkey] = (devices, pod_requests(pod).get("cpu", 0))
-        gangs = find_gangs(state)
-        totals: dict[tuple[str, ...], tuple[int, int]] = {}
-        for pkey, gang in gangs.items():
-            d, c = totals.get(gang.key, (0, 0))
-            dd, cc = sizes.get(pkey, (0, 0))
-            totals[gang.key] = (d + dd, c + cc)
-
-        def key(pod: Pod) -> tuple[int, int, int, str, str]:
-            k = key_of(pod)
-            gang = gangs.get(k)
-            d, c = totals[gang.key] if gang is not None else sizes.get(k, (0, 0))
-            return (-d, -c, 0 if gang is not None else 1, k[0], k[1])
-
-        return key
+    # --- the plan --------------------------------------------------------------------------
 
     def plan(self, state: ClusterState) -> ScaleUp:
         """Mutates `state` into the planned cluster: new nodes added, pods placed."""
         plan = ScaleUp()
-        added: dict[str, int] = {}
         # Pods that fit existing nodes are no reason to scale (filter_out_schedulable).
-        self.scheduler.run(state)
-        while True:
+        if state.nodes:
+            self.scheduler.run(state)
+        for _ in range(MAX_ROUNDS):
             pods = pending_pods(state)
             if not pods:
                 break
-            options = []
-            for pool in self.pools:
-                room = min(_room(state, pool, added), self._limit_room(state, pool, plan))
-                option = self.simulate(state, pool, room, pods)
-                if option is not None and option.pods:
-                    options.append(option)
-            if not options:
+            budget = Budget(state, self.pools, self.limits, plan.cost_per_hour)
+            gangs, solo = self._units(state, pods)
+            before = len(plan.placed)
+            for gang, members in gangs:
+                self._plan_gang(state, gang, members, plan, budget)
+            if solo:
+                self._fills.clear()
+                self._plan_classes(state, self.classes(state, solo), plan, budget)
+            if len(plan.placed) == before:
                 break
-            best = choose(options, self.expanders)
-            before = {key_of(p) for p in pods}
-            for r in self.apply(state, best):
-                if r.node and r.key in before:
-                    plan.placed[r.key] = r.node
-            names = {n.node.metadata.name for n in best.nodes}
-            best.pods = sorted(k for k in before if plan.placed.get(k) in names)
-            best.intended = {}
-            for k in best.pods:
-                best.intended.setdefault(plan.placed[k], []).append(k)
-            plan.options.append(best)
-            added[best.pool.metadata.name] = added.get(best.pool.metadata.name, 0) + len(best.nodes)
         return plan
+
+    def _units(
+        self, state: ClusterState, pods: list[Pod]
+    ) -> tuple[list[tuple[Gang, list[Pod]]], list[Pod]]:
+        """Gangs (with their pending members, biggest first) and the other pods."""
+        if not self.scheduler.gangs:
+            return [], pods
+        found = find_gangs(state)
+        units: dict[tuple[str, ...], tuple[Gang, list[Pod]]] = {}
+        solo = []
+        for pod in pods:
+            gang = found.get(key_of(pod))
+            if gang is None:
+                solo.append(pod)
+            else:
+                units.setdefault(gang.key, (gang, []))[1].append(pod)
+
+        def size(unit: tuple[Gang, list[Pod]]) -> tuple[int, int, tuple[str, ...]]:
+            sizes = [_size(state, p) for p in unit[1]]
+            return (-sum(s[0] for s in sizes), -sum(s[1] for s in sizes), unit[0].key)
+
+        return sorted(units.values(), key=size), solo
+
+    # --- gangs -----------------------------------------------------------------------------
+
+    def _plan_gang(
+        self, state: ClusterState, gang: Gang, members: list[Pod], plan: ScaleUp, budget: Budget
+    ) -> None:
+        """All of the gang on new nodes of one pool (in one domain), or nothing and why."""
+        options = []
+        why = []
+        for pool in self.pools:
+            option, reason = self._gang_option(state, gang, members, pool, budget)
+            if option is not None:
+                options.append(option)
+            elif reason:
+                why.append(reason)
+        if not options:
+            text = "; ".join(why) or "no NodePool can fit its pods"
+            for pod in members:
+                plan.reasons[key_of(pod)] = text
+            return
+        best = choose(options, self.expanders)
+        for new in best.nodes:
+            add_new_node(state, new)
+        budget.take(best.pool, len(best.nodes))
+        wanted = {key_of(p) for p in members}
+        placed = {r.key: r.node for r in self.scheduler.run(state, only=wanted) if r.node}
+        self._record(plan, best, placed)
+
+    def _gang_option(
+        self, state: ClusterState, gang: Gang, members: list[Pod], pool: NodePool, budget: Budget
+    ) -> tuple[Option | None, str]:
+        """The gang on new nodes of `pool`, as many as the estimate says (one more while the
+        scheduler refuses, within limits), all in one domain; else why not."""
+        name = pool.metadata.name
+        need = 0
+        classes = self.classes(state, members)
+        for cls, cap in zip(classes, self.capacity(state, pool, classes), strict=True):
+            if not cap.pods:
+                return None, ""  # a member does not fit its nodes at all
+            need += math.ceil(cls.count / cap.pods)
+        rule = None
+        if gang.topology is not None:
+            rule = next((t for t in pool.spec.topology if t.key == gang.topology.key), None)
+            if rule is None and gang.topology.required:
+                return None, f"{name} does not label its nodes with {gang.topology.key}"
+        where = f" in one {rule.key} domain" if rule is not None else ""
+        room = budget.room(pool)
+        limit = room
+        if rule is not None and rule.nodes_per_domain:
+            limit = min(limit, rule.nodes_per_domain)
+            if need > rule.nodes_per_domain:
+                return None, (
+                    f"needs {need} nodes{where} of {name}; at most {rule.nodes_per_domain} "
+                    "per domain"
+                )
+        if need > room:
+            cap_text = (
+                f"pool max reached at {pool.spec.max_nodes}"
+                if room == budget.pool_room.get(name, 0)
+                else f"cluster limits allow {room} more"
+            )
+            return None, f"needs {need} nodes{where} of {name}; {cap_text}"
+        keys = {key_of(p) for p in members}
+        pinned = _pinned_domain(state, gang, keys)
+        # One class per node is the estimate's worst case; a node or two more covers what it
+        # cannot see (say, a member placed apart), and trying more would not end.
+        limit = min(limit, need + 2)
+        while True:
+            with state.forked():
+                namer = NodeNamer(state, pool)
+                domains = {}
+                if rule is not None:
+                    domain = namer.domain_for(rule.key, need, pinned)
+                    if domain is None:
+                        return None, (
+                            f"needs {need} nodes{where} of {name}; its domain has no room"
+                        )
+                    domains[rule.key] = domain
+                nodes = []
+                for _ in range(need):
+                    node_name, labels = namer.next(domains)
+                    new = make_node(state, pool, node_name, labels)
+                    add_new_node(state, new)
+                    nodes.append(new)
+                results = self.scheduler.run(state, only=keys)
+                placed = {r.key: r.node for r in results if r.node}
+                if placed:  # the scheduler binds a gang only when it is complete
+                    used = set(placed.values())
+                    kept = [n for n in nodes if n.node.metadata.name in used]
+                    return (
+                        Option(
+                            pool,
+                            kept,
+                            sorted(placed),
+                            waste(state, [n.node for n in kept]),
+                            sum(_devices(n) for n in kept),
+                        ),
+                        "",
+                    )
+                message = next((r.reason.message for r in results if r.reason), "")
+            if need >= limit:
+                return None, f"{name}: {need} new nodes{where} do not hold it ({message})"
+            need += 1
+
+    # --- classes ---------------------------------------------------------------------------
+
+    def _plan_classes(
+        self, state: ClusterState, classes: list[PodClass], plan: ScaleUp, budget: Budget
+    ) -> None:
+        """Choose nodes for the classes (see the module's docstring) and build them."""
+        caps: dict[tuple[str, int], Capacity] = {}
+        for pool in self.pools:
+            if budget.room(pool) <= 0:
+                continue
+            for i, cap in enumerate(self.capacity(state, pool, classes)):
+                if cap.pods:
+                    caps[pool.metadata.name, i] = cap
+        served = [
+            i for i in range(len(classes)) if any((p.metadata.name, i) in caps for p in self.pools)
+        ]
+        if not served:
+            return  # no pool takes any of them: they stay pending
+        if len(served) < len(classes):
+            classes = [classes[i] for i in served]
+            caps = {(name, served.index(i)): cap for (name, i), cap in caps.items() if i in served}
+        nodes = None
+        if self.expanders[0] == "least-cost":
+            nodes, limited = self._cheapest(state, classes, caps, budget)
+            greedy = None
+            if (nodes is None or limited) and len(classes) * len(self.pools) <= MIXED_GREEDY:
+                greedy = self._by_node(state, classes, caps, budget.copy())
+                if greedy is not None:
+                    greedy = self._improve(state, classes, caps, budget, greedy)
+            if nodes is None or (greedy is not None and _cost(greedy) < _cost(nodes) - 1e-9):
+                nodes = greedy
+        if nodes is not None:
+            self._build_nodes(state, classes, nodes, plan, budget)
+            return
+        share = self._by_class(classes, caps, budget.copy())
+        for pool in self.pools:
+            batches = [
+                (classes[i], share[pool.metadata.name, i])
+                for i in range(len(classes))
+                if (pool.metadata.name, i) in share
+            ]
+            if batches:
+                self._build(state, pool, [], batches, plan, budget)
+
+    def _by_class(
+        self, classes: list[PodClass], caps: dict[tuple[str, int], Capacity], budget: Budget
+    ) -> dict[tuple[str, int], list[Pod]]:
+        """Class by class, big first: the expander chain picks a pool for as much of the class
+        as the pool may take; least-cost counts what covering the rest would cost. Returns
+        the pods per (pool name, class)."""
+        share: dict[tuple[str, int], list[Pod]] = {}
+        for i, cls in enumerate(classes):
+            left = cls.count
+            while left:
+                options = []
+                for pool in self.pools:
+                    cap = caps.get((pool.metadata.name, i))
+                    room = budget.room(pool)
+                    if cap is None or room <= 0:
+                        continue
+                    per = min(cap.pods, left)
+                    take = min(left, room * per)
+                    nodes = math.ceil(take / per)
+                    rest, rest_cost = self._cover(i, left - take, caps, budget, pool, nodes)
+                    cost = nodes * _price(pool) + rest_cost
+                    options.append(ClassOption(pool, take, nodes, cap.waste, cost, rest))
+                if not options:
+                    break
+                best = choose_by(
+                    options, self.expanders, _class_score, lambda o: o.pool.metadata.name
+                )
+                start = cls.count - left
+                share.setdefault((best.pool.metadata.name, i), []).extend(
+                    cls.pods[start : start + best.pods]
+                )
+                budget.take(best.pool, best.nodes)
+                left -= best.pods
+        return share
+
+    def _by_node(
+        self,
+        state: ClusterState,
+        classes: list[PodClass],
+        caps: dict[tuple[str, int], Capacity],
+        budget: Budget,
+    ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
+        """Least-cost when the exact choice is out of reach: node by node, the node (a pool
+        and the pods the scheduler fits on one template node of it, the dearest pods first)
+        whose price is smallest against what its pods would cost on their own, a pod's own
+        cost being its cheapest price per pod on a node of one class; repeated while the pods
+        last. None if some pod is left over (the class-by-class choice then says why)."""
+        own = self._own_costs(classes, caps)
+        order = sorted(range(len(classes)), key=lambda i: (-own[i], i))
+        left = [c.count for c in classes]
+        chosen: list[tuple[NodePool, tuple[int, ...]]] = []
+        while any(left):
+            best: tuple[float, str, NodePool, tuple[int, ...]] | None = None
+            for pool in self.pools:
+                if budget.room(pool) <= 0:
+                    continue
+                content = self._fill(state, pool, classes, caps, left, order)
+                worth = sum(n * own[i] for i, n in enumerate(content))
+                if not worth:
+                    continue
+                rank = (_price(pool) / worth, pool.metadata.name)
+                if best is None or rank < best[:2]:
+                    best = (*rank, pool, content)
+            if best is None:
+                return None
+            pool, content = best[2], best[3]
+            times = min(left[i] // n for i, n in enumerate(content) if n)
+            times = max(1, min(times, budget.room(pool)))
+            for _ in range(times):
+                cut = tuple(min(n, m) for n, m in zip(content, left, strict=True))
+                chosen.append((pool, cut))
+                left = [m - n for n, m in zip(cut, left, strict=True)]
+            budget.take(pool, times)
+        return chosen
+
+    def _own_costs(
+        self, classes: list[PodClass], caps: dict[tuple[str, int], Capacity]
+    ) -> list[float]:
+        """Per class, the cheapest price per pod on nodes holding that class alone."""
+        return [
+            min(
+                _price(p) / caps[p.metadata.name, i].pods
+                for p in self.pools
+                if (p.metadata.name, i) in caps
+            )
+            for i in range(len(classes))
+        ]
+
+    def _improve(
+        self,
+        state: ClusterState,
+        classes: list[PodClass],
+        caps: dict[tuple[str, int], Capacity],
+        budget: Budget,
+        chosen: list[tuple[NodePool, tuple[int, ...]]],
+    ) -> list[tuple[NodePool, tuple[int, ...]]]:
+        """One step of large-neighbourhood search on a greedy choice: the nodes that serve
+        their pods worst (price against the pods' own cost), as many as the exact choice
+        takes at once, chosen again exactly; the new nodes replace them if cheaper."""
+        own = self._own_costs(classes, caps)
+
+        def badness(j: int) -> tuple[float, int]:
+            pool, content = chosen[j]
+            worth = sum(n * own[i] for i, n in enumerate(content))
+            return (-_price(pool) / worth if worth else -math.inf, j)
+
+        taken: list[int] = []
+        left = [0] * len(classes)
+        for j in sorted(range(len(chosen)), key=badness):
+            more = [a + b for a, b in zip(left, chosen[j][1], strict=True)]
+            if math.prod(n + 1 for n in more) > EXACT_STATES:
+                break
+            taken.append(j)
+            left = more
+        if len(taken) < 2:
+            return chosen
+        dims = [i for i, n in enumerate(left) if n]
+        part = [
+            PodClass(classes[i].shape, classes[i].pods[: left[i]], classes[i].size) for i in dims
+        ]
+        part_caps = {(name, dims.index(i)): cap for (name, i), cap in caps.items() if i in dims}
+        kept = [c for j, c in enumerate(chosen) if j not in taken]
+        room = budget.copy()
+        for pool, _ in kept:
+            room.take(pool, 1)
+        better, _ = self._cheapest(state, part, part_caps, room)
+        if better is None:
+            return chosen
+        if _cost(better) >= _cost([chosen[j] for j in taken]) - 1e-9:
+            return chosen
+        out = list(kept)
+        for pool, content in better:
+            full = [0] * len(classes)
+            for d, n in zip(dims, content, strict=True):
+                full[d] = n
+            out.append((pool, tuple(full)))
+        return out
+
+    def _fill(
+        self,
+        state: ClusterState,
+        pool: NodePool,
+        classes: list[PodClass],
+        caps: dict[tuple[str, int], Capacity],
+        left: list[int],
+        order: list[int],
+    ) -> tuple[int, ...]:
+        """The pods (per class) the scheduler places on one empty node of `pool`, taking the
+        classes in `order`, each as many as fit (at most `left`)."""
+        key = (
+            pool.metadata.name,
+            *(
+                min(n, caps[pool.metadata.name, i].pods) if (pool.metadata.name, i) in caps else 0
+                for i, n in enumerate(left)
+            ),
+        )
+        hit = self._fills.get(key)
+        if hit is not None:
+            return hit
+        content = [0] * len(classes)
+        with state.forked():
+            name = self._probe_node(state, pool)
+            for i in order:
+                cap = caps.get((pool.metadata.name, i))
+                limit = min(left[i], cap.pods) if cap is not None else 0
+                while content[i] < limit:
+                    pod = classes[i].pods[content[i]]
+                    if self.quiet.schedule_pod(state, pod, [name]).node is None:
+                        break
+                    content[i] += 1
+        self._fills[key] = tuple(content)
+        return self._fills[key]
+
+    def _cover(
+        self,
+        i: int,
+        left: int,
+        caps: dict[tuple[str, int], Capacity],
+        budget: Budget,
+        used: NodePool,
+        used_nodes: int,
+    ) -> tuple[int, float]:
+        """(pods left uncovered, cost) of covering `left` pods of class `i` with the cheapest
+        pods first, after `used_nodes` nodes of `used`."""
+        ranked = []
+        for pool in self.pools:
+            cap = caps.get((pool.metadata.name, i))
+            room = budget.room(pool) - (used_nodes if pool is used else 0)
+            if cap is not None and room > 0:
+                ranked.append((_price(pool) / cap.pods, pool.metadata.name, pool, cap, room))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        cost = 0.0
+        for _, _, pool, cap, room in ranked:
+            if not left:
+                break
+            take = min(left, room * cap.pods)
+            cost += math.ceil(take / cap.pods) * _price(pool)
+            left -= take
+        return left, cost
+
+    def _cheapest(
+        self,
+        state: ClusterState,
+        classes: list[PodClass],
+        caps: dict[tuple[str, int], Capacity],
+        budget: Budget,
+    ) -> tuple[list[tuple[NodePool, tuple[int, ...]]] | None, bool]:
+        """The cheapest set of nodes holding every pod of the classes, exactly: a dynamic
+        programme over the vectors of pods left per class, whose steps are the node contents
+        the scheduler accepted on one template node of each pool. Ties go down the expander
+        chain, then to fewer nodes and earlier pool names. Limits are not in the programme: pools
+        an answer overruns are left out and it is solved again, which the second value says
+        (the caller then weighs a greedy use of those pools up to their limits). None when the
+        problem is too big for it."""
+        counts = [c.count for c in classes]
+        states = math.prod(n + 1 for n in counts)
+        if states > EXACT_STATES:
+            return None, False
+        steps: list[tuple[NodePool, tuple[int, ...], int]] = []
+        spent = 0
+        value = _StepValue(self.expanders, self.pools, sum(counts))
+        for pool in self.pools:
+            if not any((pool.metadata.name, i) in caps for i in range(len(classes))):
+                continue
+            found = self._contents(state, pool, classes, caps, PROBE_BUDGET - spent)
+            if found is None:
+                return None, False
+            contents, calls = found
+            spent += calls
+            for content, used in contents:
+                steps.append((pool, content, value(pool, used)))
+        limited = False
+        while steps and states * len(steps) <= EXACT_WORK:
+            chosen = _cover_exactly(counts, steps)
+            if chosen is None:
+                break
+            over = _overrun(chosen, self.pools, budget)
+            if not over:
+                return chosen, limited
+            limited = True
+            steps = [st for st in steps if st[0].metadata.name not in over]
+        return None, limited
+
+    def _contents(
+        self,
+        state: ClusterState,
+        pool: NodePool,
+        classes: list[PodClass],
+        caps: dict[tuple[str, int], Capacity],
+        budget: int,
+    ) -> tuple[list[tuple[tuple[int, ...], float]], int] | None:
+        """The maximal contents (pods per class) of one node of `pool`, with their waste: each
+        one placed by the scheduler on a template node, classes in order, one fork per pod so
+        that backing off one pod is one revert. None past `budget` placements."""
+        usable = [i for i in range(len(classes)) if (pool.metadata.name, i) in caps]
+        found: list[tuple[tuple[int, ...], float]] = []
+        content = [0] * len(classes)
+        calls = 0
+
+        def walk(j: int, name: str) -> bool:
+            nonlocal calls
+            i = usable[j]
+            cls = classes[i]
+            limit = min(cls.count, caps[pool.metadata.name, i].pods)
+            placed = 0
+            while placed < limit:
+                if calls >= budget:
+                    for _ in range(placed):
+                        state.revert()
+                    return False
+                calls += 1
+                state.fork()
+                if self.quiet.schedule_pod(state, cls.pods[placed], [name]).node is None:
+                    state.revert()
+                    break
+                placed += 1
+            last = j == len(usable) - 1
+            for x in range(placed, -1, -1):
+                content[i] = x
+                if last:
+                    if x == placed:  # fewer of the last class is never better
+                        found.append((tuple(content), waste(state, [state.nodes[name]])))
+                elif not walk(j + 1, name):
+                    for _ in range(x):
+                        state.revert()
+                    content[i] = 0
+                    return False
+                if x:
+                    state.revert()
+            content[i] = 0
+            return True
+
+        with state.forked():
+            ok = walk(0, self._probe_node(state, pool))
+        if not ok:
+            return None
+        maximal = [(c, w) for c, w in found if any(c) and not any(_below(c, o) for o, _ in found)]
+        return maximal, calls
+
+    # --- building the chosen nodes ---------------------------------------------------------
+
+    def _build_nodes(
+        self,
+        state: ClusterState,
+        classes: list[PodClass],
+        chosen: list[tuple[NodePool, tuple[int, ...]]],
+        plan: ScaleUp,
+        budget: Budget,
+    ) -> None:
+        """The exact choice's nodes, each given the pods of its content."""
+        taken = [0] * len(classes)
+        for pool in self.pools:
+            contents = [c for p, c in chosen if p is pool]
+            if not contents:
+                continue
+            per_node: list[list[Pod]] = []
+            for content in sorted(contents, reverse=True):
+                pods: list[Pod] = []
+                for i, n in enumerate(content):
+                    pods.extend(classes[i].pods[taken[i] : taken[i] + n])
+                    taken[i] += n
+                per_node.append(pods)
+            self._build(state, pool, per_node, [], plan, budget)
+
+    def _build(
+        self,
+        state: ClusterState,
+        pool: NodePool,
+        per_node: list[list[Pod]],
+        batches: list[tuple[PodClass, list[Pod]]],
+        plan: ScaleUp,
+        budget: Budget,
+    ) -> None:
+        """Add nodes of `pool` and let the scheduler place pods on them: `per_node` pods on a
+        node each; then `batches` (and any pod a node refused) one class after another, each
+        pod on the first new node that takes it, a new node when none does.
+
+        A node that refused a pod of the class is not asked again (it only gets fuller), nor
+        is any node identical to it: same domain and the same pods, counted per shape."""
+        namer = NodeNamer(state, pool)
+        nodes: list[NewNode] = []
+        placed: dict[ObjectKey, str] = {}
+        refused: list[Pod] = []
+        domains: dict[str, tuple[tuple[str, str], ...]] = {}
+        held: dict[str, dict[bytes, int]] = {}  # node -> its pods per shape
+
+        def kind(name: str) -> tuple[object, ...]:
+            return (domains[name], *sorted(held[name].items()))
+
+        def add() -> str:
+            name, labels = namer.next()
+            new = make_node(state, pool, name, labels)
+            add_new_node(state, new)
+            budget.take(pool, 1)
+            nodes.append(new)
+            domains[name] = tuple(sorted(labels.items()))
+            held[name] = {}
+            return name
+
+        def place(pod: Pod, shape: bytes, name: str) -> bool:
+            if self.quiet.schedule_pod(state, pod, [name]).node is None:
+                return False
+            placed[key_of(pod)] = name
+            held[name][shape] = held[name].get(shape, 0) + 1
+            return True
+
+        for pods in per_node:
+            if budget.room(pool) <= 0:
+                refused.extend(pods)
+                continue
+            name = add()
+            for pod in pods:
+                if not place(pod, self.scheduler.shape_of(state, pod), name):
+                    refused.append(pod)
+        if refused:
+            batches = [*batches, *((c, c.pods) for c in self.classes(state, refused))]
+        for cls, pods in batches:
+            start = 0
+            full: set[tuple[object, ...]] = set()  # kinds of node that refused this class
+            for pod in pods:
+                while start < len(nodes):
+                    name = nodes[start].node.metadata.name
+                    if kind(name) not in full:
+                        if place(pod, cls.shape, name):
+                            break
+                        full.add(kind(name))
+                    start += 1
+                if start < len(nodes):
+                    continue
+                if budget.room(pool) <= 0:
+                    break
+                name = add()
+                if not place(pod, cls.shape, name):
+                    break  # not even an empty node takes it: the class stays pending
+        used = set(placed.values())
+        for new in [n for n in nodes if n.node.metadata.name not in used]:
+            state.remove_node(new.node.metadata.name)  # every pod it was built for went elsewhere
+            budget.take(pool, -1)
+            nodes.remove(new)
+        if nodes:
+            option = Option(
+                pool,
+                nodes,
+                [],
+                waste(state, [n.node for n in nodes]),
+                sum(_devices(n) for n in nodes),
+            )
+            self._record(plan, option, placed)
+
+    def _record(self, plan: ScaleUp, option: Option, placed: dict[ObjectKey, str]) -> None:
+        names = {n.node.metadata.name for n in option.nodes}
+        option.pods = sorted(k for k, node in placed.items() if node in names)
+        option.intended = {}
+        for k in option.pods:
+            option.intended.setdefault(placed[k], []).append(k)
+        plan.placed.update((k, placed[k]) for k in option.pods)
+        plan.options.append(option)
+
+    # --- one pool on its own ---------------------------------------------------------------
+
+    def simulate(
+        self, state: ClusterState, pool: NodePool, room: int, pods: list[Pod]
+    ) -> Option | None:
+        """What adding nodes of `pool` (up to `room`) alone does for `pods`; `state` is kept."""
+        if room <= 0:
+            return None
+        budget = Budget(state, [], Limits(), 0.0)
+        budget.pool_room[pool.metadata.name] = room
+        classes = self.classes(state, pods)
+        plan = ScaleUp()
+        with state.forked():
+            self._build(state, pool, [], [(c, c.pods) for c in classes], plan, budget)
+        return plan.options[0] if plan.options and plan.options[0].pods else None
+
+
+def _size(state: ClusterState, pod: Pod) -> tuple[int, int]:
+    try:
+        devices = requested_devices(pod_claims(state, pod))
+    except ClaimNotFound:
+        devices = 0
+    return devices, pod_requests(pod).get("cpu", 0)
+
+
+def _pinned_domain(state: ClusterState, gang: Gang, pending: set[ObjectKey]) -> str | None:
+    """The domain of the gang's members already running: the rest must join them."""
+    if gang.topology is None:
+        return None
+    for member in gang.members:
+        pod = state.pods.get(member)
+        if member in pending or pod is None or not pod.spec.node_name:
+            continue
+        node = state.nodes.get(pod.spec.node_name)
+        if node is not None and gang.topology.key in node.metadata.labels:
+            return node.metadata.labels[gang.topology.key]
+    return None
+
+
+def _cost(nodes: Sequence[tuple[NodePool, tuple[int, ...]]]) -> float:
+    return sum(_price(pool) for pool, _ in nodes)
+
+
+def _overrun(
+    chosen: Sequence[tuple[NodePool, tuple[int, ...]]], pools: Sequence[NodePool], budget: Budget
+) -> set[str]:
+    """The pools whose nodes in `chosen` go past what the budget allows."""
+    per_pool: dict[str, int] = {}
+    for pool, _ in chosen:
+        per_pool[pool.metadata.name] = per_pool.get(pool.metadata.name, 0) + 1
+    check = budget.copy()
+    over = set()
+    for pool in pools:
+        n = per_pool.get(pool.metadata.name, 0)
+        if n > check.room(pool):
+            over.add(pool.metadata.name)
+        check.take(pool, min(n, check.room(pool)))
+    return over
+
+
+def _below(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """`a` holds fewer pods than `b`: no more of any class, and not the same."""
+    return a != b and all(x <= y for x, y in zip(a, b, strict=True))
+
+
+def _class_score(name: str, o: ClassOption) -> float:
+    if name == "least-cost":
+        # Leaving pods uncovered is worse than any price.
+        return o.uncovered * 1e12 + o.cost
+    if name == "least-waste":
+        return o.waste
+    if name == "priority":
+        return -o.pool.spec.priority
+    return -o.pods  # most-pods
+
+
+class _StepValue:
+    """One node's value in the exact choice as one integer, so that sums over a plan compare
+    like (cost, the later expanders' sums, nodes, pool-name ranks) lexicographically: each
+    part is weighted by more than the largest sum of the parts after it."""
+
+    def __init__(self, chain: Sequence[str], pools: Sequence[NodePool], most_nodes: int) -> None:
+        self.chain = [e for e in chain[1:] if e in ("least-waste", "priority")]
+        self.rank = {p.metadata.name: n for n, p in enumerate(pools)}
+        self.top = max((p.spec.priority for p in pools), default=0)
+        spread = self.top - min((p.spec.priority for p in pools), default=0)
+        self.limits = {"least-waste": 1000, "priority": spread}
+        self.most = most_nodes + 1
+        self.pools = max(1, len(pools))
+
+    def __call__(self, pool: NodePool, used: float) -> int:
+        value = round(_price(pool) * MICRO)
+        for name in self.chain:
+            part = round(used * 1000) if name == "least-waste" else self.top - pool.spec.priority
+            value = value * self.most * (self.limits[name] + 1) + part
+        value = value * self.most + 1  # fewer nodes
+        return value * self.most * self.pools + self.rank[pool.metadata.name]
+
+
+def _cover_exactly(
+    counts: list[int], steps: list[tuple[NodePool, tuple[int, ...], int]]
+) -> list[tuple[NodePool, tuple[int, ...]]] | None:
+    """The minimum-value multiset of steps (node contents) whose contents, each cut down to
+    what is left, add up to `counts`. Contents are downward closed (a node that holds some
+    pods holds fewer), so cutting a content down keeps it a valid node."""
+    dims = len(counts)
+    strides = [1] * dims
+    for d in range(1, dims):
+        strides[d] = strides[d - 1] * (counts[d - 1] + 1)
+    total = strides[-1] * (counts[-1] + 1)
+    best: list[int | None] = [None] * total
+    pick: list[tuple[int, tuple[int, ...]]] = [(-1, ())] * total
+    best[0] = 0
+    left = [0] * dims
+    offsets = [sum(a * st for a, st in zip(c, strides, strict=True)) for _, c, _ in steps]
+    for index in range(1, total):
+        d = 0  # the vector of `index`, incremented like an odometer
+        while left[d] == counts[d]:
+            left[d] = 0
+            d += 1
+        left[d] += 1
+        top: int | None = None
+        choice: tuple[int, tuple[int, ...]] = (-1, ())
+        for s, (_, content, value) in enumerate(steps):
+            if all(a <= n for a, n in zip(content, left, strict=True)):
+                cut, prev = content, index - offsets[s]
+            else:
+                cut = tuple(min(a, n) for a, n in zip(content, left, strict=True))
+                prev = index - sum(c * st for c, st in zip(cut, strides, strict=True))
+                if prev == index:
+                    continue
+            base = best[prev]
+            if base is None:
+                continue
+            if top is None or base + value < top:
+                top, choice = base + value, (s, cut)
+        best[index] = top
+        pick[index] = choice
+    if best[total - 1] is None:
+        return None
+    out: list[tuple[NodePool, tuple[int, ...]]] = []
+    index = total - 1
+    while index:
+        s, cut = pick[index]
+        out.append((steps[s][0], cut))
+        index -= sum(c * st for c, st in zip(cut, strides, strict=True))
+    return out

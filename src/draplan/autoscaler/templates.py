@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from draplan.api.codec import convert, decode, to_builtins
 from draplan.api.core_v1 import Node, NodeSpec, NodeStatus
@@ -68,68 +71,135 @@ def _template_from_node(
         if rs.spec.node_name == old:
             spec = to_builtins(rs.spec)
             spec["nodeName"] = NODE_NAME_PLACEHOLDER
-            if spec["pool"]["name"] == old:
-                spec["pool"]["name"] = NODE_NAME_PLACEHOLDER
+            # Every copied pool gets the new node's name, or the copies would publish into the
+            # donor's pool and leave it incomplete (Cluster Autoscaler renames them all).
+            pool_name = spec["pool"]["name"]
+            spec["pool"]["name"] = (
+                pool_name.replace(old, NODE_NAME_PLACEHOLDER)
+                if old in pool_name
+                else f"{pool_name}-{NODE_NAME_PLACEHOLDER}"
+            )
             slices.append(spec)
     return node, slices
 
 
 _MADE: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[NodePool, NewNode]] = {}
+_SAFE_NAME = re.compile(r"[a-z0-9.-]+")  # node names that need no escaping inside JSON
+
+
+@dataclass(frozen=True)
+class _Prototype:
+    """A pool's node and slices with "$NODE_NAME" still in place, its slices as JSON."""
+
+    pool: NodePool
+    spec: NodeSpec
+    status: NodeStatus
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    slices: bytes
+
+
+_PROTOTYPES: dict[int, _Prototype] = {}
 
 
 def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
     """One new node of `pool` called `name`, with extra (topology) labels. Planning forks stamp
-    out the same names again and again, so results are cached (the objects are immutable)."""
+    out the same names again and again, so results are cached (the objects are immutable);
+    after a pool's first node (decoded and validated in full) the others are its JSON with
+    the name put in, since a name cannot make a valid slice invalid."""
     key = (id(pool), name, tuple(sorted(labels.items())))
     hit = _MADE.get(key)
     if hit is not None and hit[0] is pool and not pool.spec.from_node:
         return hit[1]
-    new = _make_node(state, pool, name, labels)
+    proto = _PROTOTYPES.get(id(pool))
+    if pool.spec.from_node or not _SAFE_NAME.fullmatch(name):
+        new = _make_node(state, pool, name, labels)
+    elif proto is None or proto.pool is not pool:
+        new = _make_node(state, pool, name, labels)
+        template, docs = _documents(state, pool)
+        _PROTOTYPES[id(pool)] = _Prototype(
+            pool,
+            new.node.spec,
+            new.node.status,
+            template.get("metadata", {}).get("labels", {}),
+            new.node.metadata.annotations,
+            msgspec.json.encode(docs),
+        )
+    else:
+        docs = msgspec.json.decode(proto.slices.replace(_PLACEHOLDER, name.encode()))
+        node = Node(
+            metadata=ObjectMeta(
+                name=name,
+                labels=_labels(proto.labels, pool, name, labels),
+                annotations=proto.annotations,
+            ),
+            spec=proto.spec,
+            status=proto.status,
+        )
+        new = NewNode(node, tuple(convert(d, ResourceSlice) for d in docs))
     if len(_MADE) > 65536:
         _MADE.clear()
     _MADE[key] = (pool, new)
     return new
 
 
-def _make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
+_PLACEHOLDER = NODE_NAME_PLACEHOLDER.encode()
+
+
+def _labels(
+    template: dict[str, str], pool: NodePool, name: str, extra: dict[str, str]
+) -> dict[str, str]:
+    return {
+        **template,
+        "kubernetes.io/hostname": name,
+        POOL_LABEL: pool.metadata.name,
+        **extra,
+    }
+
+
+def _documents(state: ClusterState, pool: NodePool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The node template and the ResourceSlice documents, "$NODE_NAME" still in them."""
     if pool.spec.from_node:
         template, slice_specs = _template_from_node(state, pool)
     else:
         assert pool.spec.template is not None
         template = to_builtins(pool.spec.template)
         slice_specs = [to_builtins(s) for s in pool.spec.resource_slices]
+    # Every slice of a pool must state how many slices the pool has, or the allocator treats
+    # the pool as incomplete and nothing ever scales from zero (autoscaler#10199).
+    per_pool = Counter((s.get("driver"), s.get("pool", {}).get("name")) for s in slice_specs)
+    docs = []
+    for i, spec in enumerate(slice_specs):
+        pool_ref = spec.setdefault("pool", {})
+        if not pool_ref.get("resourceSliceCount"):
+            pool_ref["resourceSliceCount"] = per_pool[(spec.get("driver"), pool_ref.get("name"))]
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{NODE_NAME_PLACEHOLDER}-{spec.get('driver', 'driver')}-{i}"},
+                "spec": spec,
+            }
+        )
+    return template, docs
+
+
+def _make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
+    template, docs = _documents(state, pool)
     meta = template.get("metadata", {})
     node = Node(
         metadata=ObjectMeta(
             name=name,
-            labels={
-                **meta.get("labels", {}),
-                "kubernetes.io/hostname": name,
-                POOL_LABEL: pool.metadata.name,
-                **labels,
-            },
+            labels=_labels(meta.get("labels", {}), pool, name, labels),
             annotations=meta.get("annotations", {}),
         ),
         spec=convert(template.get("spec", {}), NodeSpec),
         status=convert(template.get("status", {}), NodeStatus),
     )
-    specs = [_substitute(s, name) for s in slice_specs]
-    # Every slice of a pool must state how many slices the pool has, or the allocator treats
-    # the pool as incomplete and nothing ever scales from zero (autoscaler#10199).
-    per_pool = Counter((s.get("driver"), s.get("pool", {}).get("name")) for s in specs)
     slices = []
-    for i, spec in enumerate(specs):
-        pool_ref = spec.setdefault("pool", {})
-        if not pool_ref.get("resourceSliceCount"):
-            pool_ref["resourceSliceCount"] = per_pool[(spec.get("driver"), pool_ref.get("name"))]
-        doc = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{name}-{spec.get('driver', 'driver')}-{i}"},
-            "spec": spec,
-        }
+    for i, doc in enumerate(docs):
         try:
-            rs = decode(doc)
+            rs = decode(_substitute(doc, name))
         except BadInput as err:
             raise BadInput(
                 err.message,
@@ -158,7 +228,9 @@ class NodeNamer:
                 if topo.key in n.metadata.labels
             )
 
-    def next(self) -> tuple[str, dict[str, str]]:
+    def next(self, domains: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+        """A new node's name and domain labels: the domain `domains` names for a key, else
+        the first one with room, else a new one."""
         base = self.pool.metadata.name
         while f"{base}-{self.counter}" in self.taken:
             self.counter += 1
@@ -167,7 +239,7 @@ class NodeNamer:
         labels = {}
         for topo in self.pool.spec.topology:
             fill = self.fill[topo.key]
-            domain = next(
+            domain = (domains or {}).get(topo.key) or next(
                 (
                     d
                     for d in sorted(fill)
@@ -176,13 +248,31 @@ class NodeNamer:
                 None,
             )
             if domain is None:
-                k = len(fill)
-                while f"{base}-{k}" in fill:
-                    k += 1
-                domain = f"{base}-{k}"
+                domain = self._new_domain(topo.key)
             fill[domain] += 1
             labels[topo.key] = domain
         return name, labels
+
+    def _new_domain(self, key: str) -> str:
+        fill = self.fill[key]
+        k = len(fill)
+        while f"{self.pool.metadata.name}-{k}" in fill:
+            k += 1
+        return f"{self.pool.metadata.name}-{k}"
+
+    def domain_for(self, key: str, need: int, pinned: str | None = None) -> str | None:
+        """A `key` domain with room for `need` more nodes (a gang's): `pinned` or nothing if
+        given; else the fullest partly filled domain that has the room (best fit), else a
+        new one."""
+        topo = next(t for t in self.pool.spec.topology if t.key == key)
+        per = topo.nodes_per_domain
+        fill = self.fill[key]
+        if pinned is not None:
+            return pinned if not per or fill[pinned] + need <= per else None
+        fitting = [d for d in sorted(fill) if fill[d] and (not per or fill[d] + need <= per)]
+        if fitting:
+            return max(fitting, key=lambda d: fill[d])  # max keeps the first of equals
+        return self._new_domain(key) if not per or need <= per else None
 
 
 def add_new_node(state: ClusterState, new: NewNode) -> None:

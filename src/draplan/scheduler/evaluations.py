@@ -527,28 +527,48 @@ class Evaluator:
             todo = sorted(set(log[ev.cursor :]))
         ev.cursor = len(log)
         for name in todo:
-            node = state.nodes.get(name)
-            if node is None:
-                if name in ev.evals:
-                    self._store(ev, name, None)
-                continue
-            version = state.version(name)
-            current = ev.evals.get(name)
-            if current is not None:
-                if current.version == version:
-                    continue
-                if (
-                    current.usage is not None
-                    and self._monotone
-                    and _final(current.status)
-                    and fuller(self._node_state(state, node, version)[1], current.usage)
-                ):
-                    ev.stale.add(name)  # still does not fit; why is recomputed when asked
-                    continue
-            result = self._evaluate(state, cycle, pod, node, ev, version)
-            self._store(ev, name, result)
-            if not result.exact:
-                ev.stale.add(name)
+            self._refresh_node(state, cycle, pod, ev, name)
+        return ev
+
+    def _refresh_node(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, ev: ShapeEvaluations, name: str
+    ) -> None:
+        node = state.nodes.get(name)
+        if node is None:
+            if name in ev.evals:
+                self._store(ev, name, None)
+            return
+        version = state.version(name)
+        current = ev.evals.get(name)
+        if current is not None:
+            if current.version == version:
+                return
+            if (
+                current.usage is not None
+                and self._monotone
+                and current.version[0] == version[0]  # no cluster-wide change since
+                and _final(current.status)
+                and fuller(self._node_state(state, node, version)[1], current.usage)
+            ):
+                ev.stale.add(name)  # still does not fit; why is recomputed when asked
+                return
+        result = self._evaluate(state, cycle, pod, node, ev, version)
+        self._store(ev, name, result)
+        if not result.exact:
+            ev.stale.add(name)
+
+    def refresh_only(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, names: Iterable[str]
+    ) -> ShapeEvaluations:
+        """Bring only `names` up to date: O(len(names)), not O(nodes), for callers that pin a
+        pod to a few nodes (the autoscaler's estimator). The change-log cursor stays put, so
+        the next full refresh still visits every node changed since (those done here are
+        skipped by their version)."""
+        if state is not self._state:
+            self.reset(state)
+        ev = self.of(cycle, pod)
+        for name in names:
+            self._refresh_node(state, cycle, pod, ev, name)
         return ev
 
     def freshen(
@@ -622,7 +642,7 @@ class Evaluator:
     def best_among(
         self, state: ClusterState, cycle: CycleState, pod: PodInfo, candidates: list[str]
     ) -> str | None:
-        ev = self.refresh(state, cycle, pod)
+        ev = self.refresh_only(state, cycle, pod, candidates)
         top: float | None = None
         tied: list[str] = []
         for name in candidates:

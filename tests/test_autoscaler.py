@@ -599,7 +599,11 @@ def test_table_output(run_cli: Any, tmp_path: Path, legacy: bool) -> None:
         assert "wasted nodes" in result.out and "cheap-pcie-0" in result.out
     else:
         assert first.startswith("DRA-aware plan: +1 nodes") and "0 wasted" in first
-        assert "right-numa-0" in result.out
+        lines = result.out.splitlines()
+        assert lines[1].split() == ["POOL", "ADD", "PODS", "COST/H"]
+        assert lines[2].split()[:2] == ["right-numa", "1"]
+        wide = run_cli("scale", "-f", write(tmp_path, scenario_numa()), "-o", "wide")
+        assert wide.out.splitlines()[2].split()[-1] == "right-numa-0"
 
 
 def test_plan_shape() -> None:

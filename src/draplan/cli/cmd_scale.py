@@ -143,13 +143,15 @@ def scale(
         emit_yaml(manifests(plan, pools, state))
     else:
         s = doc["summary"]
+        wide = output == "wide"  # node names only in wide: a big plan adds hundreds
         emit_table(
             f"{'legacy' if legacy else 'DRA-aware'} plan: +{s['nodesAdded']} nodes, "
             f"${s['costPerHour']}/h, {s['podsPlaced']} pods placed, "
             f"{s['podsStillPending']} pending, {s['wastedNodes']} wasted",
-            ["POOL", "ADD", "NODES", "PODS", "COST/H"],
+            ["POOL", "ADD", "PODS", "COST/H"] + (["NODES"] if wide else []),
             [
-                (u["pool"], u["add"], ", ".join(u["nodes"]), len(u["pods"]), u["costPerHour"])
+                [u["pool"], u["add"], len(u["pods"]), u["costPerHour"]]
+                + ([",".join(u["nodes"])] if wide else [])
                 for u in doc["scaleUp"]
             ],
         )
@@ -168,8 +170,8 @@ def scale(
         if doc["pending"]:
             emit_table(
                 "still pending",
-                ["POD", "REASON"],
-                [(p["pod"], p["reason"].get("message", "")) for p in doc["pending"]],
+                ["NAMESPACE", "NAME", "REASON"],
+                [(*p["pod"].split("/", 1), p["reason"].get("message", "")) for p in doc["pending"]],
             )
 
 

@@ -12,7 +12,7 @@ from draplan.api.core_v1 import Node
 from draplan.autoscaler.templates import POOL_LABEL
 from draplan.cluster.devices import Pool
 from draplan.cluster.state import ClusterState
-from draplan.sim.stranded import ACCELERATOR_DRIVERS, StrandedMeter
+from draplan.sim.stranded import StrandedMeter, is_accelerator
 
 if TYPE_CHECKING:
     from draplan.sim.engine import SimResult
@@ -44,7 +44,7 @@ def _pool_gpus(state: ClusterState, pool: Pool) -> tuple[float, float]:
 def node_gpus(state: ClusterState, node: Node) -> tuple[float, float]:
     total = used = 0.0
     for pool in state.pools_for_node(node):
-        if pool.id[0] in ACCELERATOR_DRIVERS and pool.id[1] == node.metadata.name:
+        if is_accelerator(pool.id[0]) and pool.id[1] == node.metadata.name:
             t, u = _pool_gpus(state, pool)
             total += t
             used += u
@@ -304,9 +304,5 @@ def _pod_devices(state: ClusterState, pod: Any) -> float:
     for status in pod.status.resource_claim_statuses:
         claim = state.claims.get((pod.metadata.namespace, status.resource_claim_name or ""))
         if claim is not None and claim.status.allocation is not None:
-            n += sum(
-                1
-                for r in claim.status.allocation.devices.results
-                if r.driver in ACCELERATOR_DRIVERS
-            )
+            n += sum(1 for r in claim.status.allocation.devices.results if is_accelerator(r.driver))
     return n

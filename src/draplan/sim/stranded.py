@@ -40,7 +40,14 @@ from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, key_of
 from draplan.sim.workloads import Job
 
-ACCELERATOR_DRIVERS = ("gpu.nvidia.com", "gpu.example.com", "gpu.openb.alibaba")  # GPUs
+# Drivers named for their accelerator, as DRA drivers are (gpu.nvidia.com, gpu.amd.com,
+# gpu.intel.com, tpu.google.com, ...): their devices are what the simulation counts as GPUs.
+# NICs and other devices of a node are not.
+ACCELERATOR_PREFIXES = ("gpu.", "tpu.", "neuron.", "gaudi.")
+
+
+def is_accelerator(driver: str) -> bool:
+    return driver.startswith(ACCELERATOR_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ class StrandedMeter:
         claims = [(pod, _pod_claims(pod, objects)) for pod in pods]
         self.classes: list[_Measured] = []
         for cname, views in _class_views(state).items():
-            if not views or any(v.driver not in ACCELERATOR_DRIVERS or v.consumes for v in views):
+            if not views or any(not is_accelerator(v.driver) or v.consumes for v in views):
                 continue
             unit = min((c for v in views if v.multi for c in v.capacity), default="")
             kinds = DeviceKinds(views)

@@ -3,7 +3,7 @@
 (i)  scaleUp2000x30: a DRA-aware scale-up plan for 2,000 pending pods over 30 NodePools (three
      GPU models, 1/2/4/8 GPUs a node, varied cpu and prices). Target: <= 2 s.
 (ii) costVsOptimum: the plan's cost per hour against the exact optimum of a small integer
-     program (OR-Tools CP-SAT, a dev-only tool: `pip install ortools`) on generated instances of
+     program (OR-Tools CP-SAT, a dev-only dependency) on generated instances of
      whole-GPU pods without topology, where the IP is exact. Target: worst ratio <= 1.02.
      Skipped with a message when ortools is not installed.
 

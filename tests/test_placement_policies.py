@@ -20,7 +20,7 @@ from draplan.scheduler import Scheduler, build_profile
 from draplan.scheduler import evaluations as evaluations_module
 from draplan.scheduler.core import PodResult
 from draplan.scheduler.framework import CycleState
-from draplan.scheduler.plugins import placement
+from draplan.scheduler.plugins import draplanscore, placement
 from draplan.scheduler.plugins.placement import (
     PAPER_POLICIES,
     POLICIES,
@@ -322,3 +322,63 @@ def test_pre_filter_must_run() -> None:
     plugin = sched.profile.scores[0][0]
     with pytest.raises(RuntimeError):
         plugin.score(state, CycleState(), None, state.nodes["a"])  # type: ignore[arg-type]
+
+
+# --- draplan's own policy ---------------------------------------------------------------------
+
+
+def shares_workload(*milli: int) -> Workload:
+    return Workload([(Shape(1000, 0, 1, m * NANO), 1 / len(milli)) for m in milli])
+
+
+def test_hole_waste_by_hand() -> None:
+    holes = draplanscore.HoleWaste(shares_workload(470, 320, 220))
+    # Nothing fits in 130 (or 30): all of it is wasted.
+    assert holes.value("G2", 130 * NANO) == pytest.approx(130)
+    # 350: a 470 does not fit (350 wasted), a 320 leaves 30, a 220 leaves 130.
+    assert holes.value("G2", 350 * NANO) == pytest.approx((350 + 30 + 130) / 3)
+    # A node's waste sums its partly used devices; untouched devices waste nothing.
+    state = cluster(row("a", 64_000, 2))
+    occupy(state, "a", pod_row("x", 1000, 1, 650), device=1)
+    assert holes(info_of(state, "a").free) == pytest.approx((350 + 30 + 130) / 3)
+    # Tiny shares (rounded up to a thousandth of a device) fill any hole, with no recursion.
+    tiny = draplanscore.HoleWaste(Workload([(Shape(0, 0, 1, 1), 1.0)]))
+    assert tiny.value("G2", 999 * NANO) == 0.0
+
+
+def test_kind_pressure() -> None:
+    only_p100 = frozenset({"P100"})
+    workload = Workload(
+        [(Shape(1000, 0, 1, 1000 * NANO), 0.5), (Shape(1000, 0, 1, 1000 * NANO, only_p100), 0.5)]
+    )
+    pressure = draplanscore.kind_pressure({"G2": 3 * NANO, "P100": NANO}, workload)
+    # Half the demand may use only P100, a quarter of the supply: pressure 2; G2 none.
+    assert pressure == {"G2": 0.0, "P100": pytest.approx(2.0)}
+
+
+def test_draplan_fills_the_hole_that_fgd_leaves() -> None:
+    """A 220 pod: FGD opens the empty GPU (one more 470 still "fits" there), draplan puts it
+    in the 350 hole beside a 650. The next two 470s then both fit only after draplan's choice."""
+    workload = shares_workload(470, 320, 220)
+    placed = {}
+    for policy in ("fgd", "draplan"):
+        state = cluster(row("a", 64_000, 1), row("b", 64_000, 1))
+        occupy(state, "b", pod_row("x", 1000, 1, 650))
+        sched = scheduler(policy, workload)
+        pods = (pod_row("p", 1000, 1, 220), pod_row("q", 1000, 1, 470), pod_row("r", 1000, 1, 470))
+        placed[policy] = [place(state, sched, p).node for p in pods]
+    assert placed == {"fgd": ["a", "a", None], "draplan": ["b", "a", "a"]}
+
+
+def test_draplan_steers_free_pods_off_scarce_kinds() -> None:
+    """Half the typical pods may use only P100: an unconstrained pod goes to the G2 node,
+    the constrained one to P100, whichever node the tie rule would try first."""
+    only_p100 = frozenset({"P100"})
+    workload = Workload(
+        [(Shape(1000, 0, 1, 1000 * NANO), 0.5), (Shape(1000, 0, 1, 1000 * NANO, only_p100), 0.5)]
+    )
+    for ties in ("name", "random"):
+        state = cluster(row("a", 64_000, 2, "P100"), row("b", 64_000, 2, "G2"))
+        sched = scheduler("draplan", workload, ties=ties)
+        assert place(state, sched, pod_row("p", 1000, 1, 1000)).node == "b"
+        assert place(state, sched, pod_row("q", 1000, 1, 1000, "P100")).node == "a"

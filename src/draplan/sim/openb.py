@@ -263,11 +263,8 @@ def _run(
             objects.append(rs)
     state = ClusterState.from_objects(objects)
     workload = typical_pods(state, trace.pods)
-    policy_workload = workload
-    if policy == DRAPLAN and os.environ.get("DRAPLAN_COVER"):  # research
-        policy_workload = typical_pods(state, trace.pods, float(os.environ["DRAPLAN_COVER"]))
     profile = build_profile(
-        placement=policy, resource=RESOURCE, workload=policy_workload, seed=seed, ties=ties
+        placement=policy, resource=RESOURCE, workload=workload, seed=seed, ties=ties
     )
     # The protocol only counts placements: failed pods need no "0/N nodes" explanation.
     scheduler = Scheduler(profile, gangs=False, explain=False)

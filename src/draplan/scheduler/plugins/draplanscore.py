@@ -1,21 +1,32 @@
-"""draplan's own placement policy: FGD's fragmentation gradient, then a look-ahead over the
-typical pods that also counts CPU.
+"""draplan's own placement policy: FGD's fragmentation gradient, refined by what the
+typical pods can still absorb, by how well partly used devices will fill, and by which device
+kinds constrained pods need.
 
 FGD (Weng et al., ATC'23) scores a node by how much placing the pod lowers F_n(M), the idle
 device capacity that one typical pod could not use, as the integer int(100·sigmoid(Δ/1000)).
 That integer groups near-equal placements, and ties then go to a fixed node order: the
-grouping is half of FGD's result (openb-benchmark.md §2.9). Two things it cannot see:
+grouping is half of FGD's result (openb-benchmark.md §2.9). What it cannot see:
 
 * capacity a typical pod could use once but not again: a node with eight free GPUs and CPU
   for two more pods strands six GPUs, yet every typical pod still "fits" (FGD's Q3);
-* capacity inside a device left over after whole units of a pod (1000 − 2·470 = 60).
+* how a partly used device will end: 1000 − 470 leaves room for another 470 and then 60
+  that nothing uses, 1000 − 650 − 220 leaves 130; FGD only asks whether one more pod fits;
+* which kinds of device are scarce for the pods that may use only them (`gpu_spec`).
 
-draplan keeps FGD's integer score as the primary key and breaks its ties with the look-ahead
-measure A_n(M) = idle − Σ_m p_m · (capacity the pods of shape m could take, counting every unit
-that fits by devices and by CPU): the expected idle capacity the typical workload could not
-absorb. Among the placements with FGD's best score, the change of A_n(M) is squashed and cut
-into a few levels, so that placements still tie within a level and the tie rule keeps packing
-nodes in a consistent order. The device inside the node is chosen the same way.
+draplan's score is FGD's integer computed on Δ = ΔF + β·ΔH, where H_n sums over the node's
+partly used devices their expected final waste (below), plus, below one point, a level of
+ΔA + h·ΔH − k·(pressure of the kinds taken): A_n(M) = idle − Σ_m p_m · (capacity the pods of
+shape m could take, counting every unit that fits by devices and by CPU). The level has a few
+steps so that placements still tie and the tie rule keeps packing nodes in a consistent order.
+The device inside the node is chosen the same way (joint node and device choice).
+
+Expected final waste of a device with r free (V, from the sharing shapes that admit its
+kind, p their popularity among those): the next such pod either fits and the device goes on
+with r − share, or does not and r is wasted: V(r) = min(r, Σ_fit p·V(r − share) +
+Σ_no-fit p·r). A whole device wastes nothing: whole-device pods take it.
+
+All three measures are per node (cached per free state), so the scheduler's per-node score
+cache holds; the kind pressure is fixed per run (constrained demand over supply per kind).
 """
 
 from __future__ import annotations
@@ -41,17 +52,18 @@ from draplan.scheduler.plugins.placement import (
     sigmoid,
 )
 
-# The secondary key: sigmoid(ΔA / SCALE) cut into LEVELS levels, weighted below one FGD point.
+# Weights, measured on openb (default seeds 42-46, six other traces on two seeds): β of ΔH
+# inside FGD's integer (0.5 and more let hole-filling override CPU fit and lose), then the
+# level below one point: sigmoid(x / SCALE) cut into LEVELS steps, weighted WEIGHT, of
+# x = ΔA + HOLES·ΔH − PRESSURE·(capacity taken × its kind's pressure).
+BETA = 0.25
+HOLES = 2.0
+PRESSURE = 4.0
 SCALE = 200.0
 LEVELS = 4
 WEIGHT = 0.9
-import os as _os  # noqa: E402  (research override, to be removed)
 
-_V = dict(kv.split("=") for kv in _os.environ.get("DRAPLAN_VARIANT", "").split(",") if kv)
-LEVELS = int(_V.get("lv", LEVELS))
-SCALE = float(_V.get("sc", SCALE))
-
-Choices = dict[tuple[DeviceFree, ...], tuple[int, float]]  # taken -> (FGD score, level)
+Choices = dict[tuple[DeviceFree, ...], tuple[int, float]]  # taken -> (integer score, level)
 
 
 class Absorbable:
@@ -123,16 +135,99 @@ class Absorbable:
         return value
 
 
+class HoleWaste:
+    """H_n: the expected final waste (milli) of the node's partly used devices, Σ V(free)
+    (see the module docstring). V is tabulated per kind on a grid of thousandths of a device
+    (free rounded down, shares up), bottom-up: no recursion however small the shares."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.shares = [
+            (-(-s.share // NANO), s.kinds, p)
+            for s, p in workload.shapes
+            if s.device_count == 1 and 0 < s.share < MILLI * NANO
+        ]
+        self._tables: dict[str, list[float]] = {}
+        self._memo: dict[tuple[DeviceFree, ...], float] = {}
+
+    def dist(self, kind: str) -> list[tuple[int, float]]:
+        """The sharing shapes that admit `kind`: (share in thousandths, popularity among
+        them), by share."""
+        fit = [(share, p) for share, kinds, p in self.shares if kinds is None or kind in kinds]
+        total = sum(p for _, p in fit)
+        return sorted((share, p / total) for share, p in fit) if total else []
+
+    def value(self, kind: str, free: int) -> float:
+        """V(free) of a device of `kind`, milli."""
+        table = self._tables.get(kind)
+        if table is None:
+            dist = self.dist(kind)
+            table = [0.0] * (MILLI + 1)
+            for r in range(1, MILLI + 1):
+                waste = float(r)
+                if dist:
+                    expected = 0.0
+                    for share, p in dist:
+                        expected += p * (table[r - share] if share <= r else waste)
+                    waste = min(waste, expected)
+                table[r] = waste
+            self._tables[kind] = table
+        return table[min(free // NANO, MILLI)]
+
+    def __call__(self, node: NodeFree) -> float:
+        devices = node.devices
+        hit = self._memo.get(devices)
+        if hit is not None:
+            return hit
+        total = 0.0
+        for d in devices:
+            if d.free and not d.whole:
+                total += self.value(d.kind, d.free)
+        if len(self._memo) >= MEMO_ENTRIES:
+            self._memo.clear()
+        self._memo[devices] = total
+        return total
+
+
+def kind_pressure(supply: dict[str, int], workload: Workload) -> dict[str, float]:
+    """Per device kind: the share of the workload's device demand that may use only some kinds
+    (split over them by supply) that falls on this kind, over its share of the supply. 0 for a
+    kind no constrained shape names; 1 if constrained demand alone matches its supply share."""
+    total = sum(supply.values())
+    mass = sum(p * s.device_count * (s.share or MILLI * NANO) for s, p in workload.shapes)
+    if not total or not mass:
+        return {}
+    demand: dict[str, float] = {}
+    for s, p in workload.shapes:
+        if s.kinds is None or not s.device_count:
+            continue
+        offered = sum(supply.get(k, 0) for k in s.kinds)
+        if not offered:
+            continue
+        amount = p * s.device_count * (s.share or MILLI * NANO)
+        for k in sorted(s.kinds):
+            demand[k] = demand.get(k, 0.0) + amount * supply.get(k, 0) / offered
+    return {k: demand.get(k, 0.0) / mass / (v / total) for k, v in sorted(supply.items()) if v}
+
+
 def level(delta: float) -> float:
-    """ΔA (milli) as one of LEVELS levels in [0, 1)."""
+    """A secondary change (milli) as one of LEVELS levels in [0, 1)."""
     return math.floor(sigmoid(delta / SCALE) * LEVELS) / LEVELS
 
 
 class _Memo:
-    """Per-context caches of the policy (the context is shared with its device choice)."""
+    """Per-context state of the policy (the context is shared with its device choice)."""
 
     def __init__(self, context: PlacementContext, state: ClusterState) -> None:
-        self.absorbable = Absorbable(context.fragmentation(state).workload)
+        workload = context.fragmentation(state).workload
+        self.absorbable = Absorbable(workload)
+        self.holes = HoleWaste(workload)
+        # Capacity per kind, from the nodes' device units (whole devices, used or not).
+        supply: dict[str, int] = {}
+        for name in sorted(state.nodes):
+            info = context.node(state, state.nodes[name])
+            for _, d in info.devices:
+                supply[d.kind] = supply.get(d.kind, 0) + info.unit
+        self.pressure = kind_pressure(supply, workload)
         self.choices: dict[tuple[int, object], Choices] = {}
 
 
@@ -147,7 +242,7 @@ def _memo(context: PlacementContext, state: ClusterState) -> _Memo:
 def choices(
     context: PlacementContext, state: ClusterState, info: NodeInfo, pod: PodRequest
 ) -> Choices:
-    """(FGD score, look-ahead level) of each distinct way the pod fits on the node."""
+    """(integer score, level) of each distinct way the pod fits on the node."""
     memo = _memo(context, state)
     key = (info.key, pod.shape)
     out = memo.choices.get(key)
@@ -155,14 +250,23 @@ def choices(
         return out
     frag = context.fragmentation(state)
     absorbable = memo.absorbable
+    holes = memo.holes
     scale = context.frag_scale(info)
     f_before = frag(info.free)
     a_before = absorbable(info.free)
+    h_before = holes(info.free)
+    share = pod.shape.share
     out = {}
     for taken, after in placements(info.free, pod.shape):
-        delta = (f_before - frag(after)) * scale
-        fgd = int(sigmoid(delta / MILLI) * MAX_SCORE)
-        out[taken] = (fgd, level((a_before - absorbable(after)) * scale))
+        dh = (h_before - holes(after)) * scale
+        delta = (f_before - frag(after)) * scale + BETA * dh
+        # The mean pressure of the devices taken, times the capacity taken (milli).
+        taken_milli = sum(share or d.free for d in taken) / NANO * scale
+        pressure = sum(memo.pressure.get(d.kind, 0.0) for d in taken) / max(1, len(taken))
+        secondary = (
+            (a_before - absorbable(after)) * scale + HOLES * dh - PRESSURE * pressure * taken_milli
+        )
+        out[taken] = (int(sigmoid(delta / MILLI) * MAX_SCORE), level(secondary))
     if len(memo.choices) >= MEMO_ENTRIES:
         memo.choices.clear()
     memo.choices[key] = out
@@ -170,7 +274,7 @@ def choices(
 
 
 def rank(value: tuple[int, float]) -> float:
-    """A choice's score: FGD's integer, then the look-ahead level below one point."""
+    """A choice's score: the integer, then the level below one point."""
     return value[0] + WEIGHT * value[1]
 
 
@@ -184,7 +288,7 @@ class DraplanScore(FGDScore):
 
 
 class DraplanDevices(FGDDevices):
-    """The device whose placement ranks best (FGD's score, then the look-ahead level), the
+    """The device whose placement ranks best (the integer score, then the level), the
     lowest index on ties; whole devices in index order."""
 
     def order(

@@ -18,7 +18,7 @@ from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator
-from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
@@ -44,7 +44,6 @@ class PodResult:
 
 
 def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> bytes:
-    spec = pod.spec
     claim_shapes: list[object] = []
     for claim in claims:
         if claim.status.allocation is not None:
@@ -53,17 +52,7 @@ def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> b
             # Claims generated from one template are interchangeable; named claims are not.
             generated = POD_CLAIM_ANNOTATION in claim.metadata.annotations
             claim_shapes.append(("pending", None if generated else key_of(claim), claim.spec))
-    return msgspec.msgpack.encode(
-        (
-            sorted(requests.items()),
-            spec.node_name,
-            spec.node_selector,
-            spec.affinity,
-            spec.tolerations,
-            claim_shapes,
-        ),
-        enc_hook=str,
-    )
+    return encode_shape(pod, requests, claim_shapes)
 
 
 class Scheduler:

@@ -44,7 +44,7 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.devices import Pool
 from draplan.cluster.state import ClusterState, ObjectKey, SharedUse, key_of
-from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, tally
@@ -169,24 +169,13 @@ def evaluation_key(pod: PodInfo, claims: Sequence[ResourceClaim]) -> bytes:
     alone (the scheduler's shape keeps named claims apart; their evaluation need not)."""
     if not any(_anonymous_named(c) for c in claims):
         return pod.shape
-    spec = pod.pod.spec
     claim_shapes = [
         ("allocated", key_of(c), c.status.allocation.node_selector)
         if c.status.allocation is not None
         else ("pending", None if not c.status.reserved_for else key_of(c), c.spec)
         for c in claims
     ]
-    return b"m" + msgspec.msgpack.encode(
-        (
-            sorted(pod.requests.items()),
-            spec.node_name,
-            spec.node_selector,
-            spec.affinity,
-            spec.tolerations,
-            claim_shapes,
-        ),
-        enc_hook=str,
-    )
+    return b"m" + encode_shape(pod.pod, pod.requests, claim_shapes)
 
 
 def _anonymous_named(claim: ResourceClaim) -> bool:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
+import msgspec
+
 from draplan.api.core_v1 import Node, Pod
 from draplan.cluster.podresources import Resources
 from draplan.cluster.state import ClusterState, ObjectKey
@@ -56,6 +58,22 @@ class CycleState:
     """Scratch space of one scheduling attempt, keyed by plugin name."""
 
     data: dict[object, Any] = field(default_factory=dict)
+
+
+def encode_shape(pod: Pod, requests: Resources, claim_shapes: list[Any]) -> bytes:
+    """What the filters and scores read of a pod, as bytes: equal bytes, same answers."""
+    spec = pod.spec
+    return msgspec.msgpack.encode(
+        (
+            sorted(requests.items()),
+            spec.node_name,
+            spec.node_selector,
+            spec.affinity,
+            spec.tolerations,
+            claim_shapes,
+        ),
+        enc_hook=str,
+    )
 
 
 @dataclass(frozen=True)

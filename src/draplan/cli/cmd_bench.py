@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from draplan.api.errors import BadInput
-from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_table
 from draplan.scheduler.profile import TIE_RULES
 from draplan.sim import openb as bench_openb
 
@@ -112,11 +112,7 @@ def openb(
         "runs": [r.to_dict() for r in results],
         "summary": [s.to_dict() for s in summaries],
     }
-    if output == "json":
-        emit_json(doc)
-        return
-    if output == "yaml":
-        emit_yaml([doc])
+    if emit_document(doc, output):
         return
     bins = bench_openb.REPORT_BINS
     emit_table(

@@ -9,7 +9,7 @@ import click
 
 from draplan.audit.metrics import metrics
 from draplan.cli.common import filename_option, load_state, output_option
-from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_table
 
 HEADERS = ["NAME", "DEVICES", "ALLOC %", "COUNTERS %", "SHARED %", "STRANDED", "STRANDED $/H"]
 
@@ -81,11 +81,7 @@ def _costliest(scope: dict[str, Any], top: int) -> list[tuple[str, dict[str, Any
 def metrics_cmd(filenames: tuple[str, ...], top: int, output: str) -> None:
     """Where device capacity goes: allocated, partitioned, shared, and stranded."""
     doc = metrics(load_state(filenames)).to_dict()
-    if output == "json":
-        emit_json(doc)
-        return
-    if output == "yaml":
-        emit_yaml([doc])
+    if emit_document(doc, output):
         return
     emit_table("Cluster", HEADERS, [_row("cluster", doc["cluster"])])
     for title, key in (("Device classes", "deviceClasses"), ("NodePools", "nodePools")):

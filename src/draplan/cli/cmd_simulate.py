@@ -16,7 +16,7 @@ import msgspec
 from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, output_option
-from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.report import html_report, markdown_summary
 from draplan.report.table import headers, pending_rows, rows
 from draplan.sim import POLICIES, SimResult
@@ -74,11 +74,7 @@ def write_reports(
 
 def emit_results(name: str, results: list[SimResult], output: str) -> None:
     doc = {"scenario": name, "results": [to_dict(r) for r in results]}
-    if output == "json":
-        emit_json(doc)
-    elif output == "yaml":
-        emit_yaml([doc])
-    else:
+    if not emit_document(doc, output):
         emit_table(f"simulation {name}", headers(), rows(results))
         emit_table(
             "pending time (seconds)",

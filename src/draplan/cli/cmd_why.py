@@ -10,7 +10,7 @@ import click
 from draplan.audit import CATEGORIES, why
 from draplan.cli.cmd_schedule import load_profile
 from draplan.cli.common import filename_option, load_state, output_option
-from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_table
 from draplan.scheduler import build_profile
 
 
@@ -27,11 +27,7 @@ def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -
         "pods": [d.to_dict() for d in diagnoses],
         "summary": {c: summary[c] for c in CATEGORIES if summary[c]},
     }
-    if output == "json":
-        emit_json(doc)
-        return
-    if output == "yaml":
-        emit_yaml([doc])
+    if emit_document(doc, output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)
     for d in diagnoses:

@@ -23,6 +23,17 @@ def emit_yaml(docs: Sequence[Any]) -> None:
     sys.stdout.write(yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False))
 
 
+def emit_document(doc: Any, output: str) -> bool:
+    """Print `doc` as JSON or YAML when `output` asks for one; False leaves it to a table."""
+    if output == "json":
+        emit_json(doc)
+    elif output == "yaml":
+        emit_yaml([doc])
+    else:
+        return False
+    return True
+
+
 def emit_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     ctx = click.get_current_context(silent=True)
     headerless = bool(ctx is not None and ctx.find_root().meta.get("draplan.no_headers"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -940,14 +941,29 @@ def test_selector_cache_follows_a_slice_update_in_a_fork() -> None:
         assert not run(state, c).ok
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="consumedCapacity is written in DecimalSI from nano units ('2147483648'); upstream "
-    "copies the default / request / valid value and writes rounded steps as BinarySI ('3Gi')",
-)
 def test_consumed_capacity_keeps_the_kubernetes_quantity_form() -> None:
     state = cluster(nic(default="2Gi", minimum="1Gi", step="2Gi", maximum="8Gi"))
     (res,) = results(run(state, claim("c", request("r", 1))))
     assert str(res.consumed_capacity["bandwidth"]) == "2Gi"
     (res,) = results(run(state, claim("c", request("r", 1, cap={"bandwidth": "2Gi"}))))
     assert str(res.consumed_capacity["bandwidth"]) == "3Gi"
+
+
+@pytest.mark.parametrize(
+    ("policy", "asked", "written"),
+    [
+        ({}, None, "10Gi"),  # the whole value, as published
+        ({}, "1500M", "1500M"),  # no policy: the request as written
+        ({"default": "1Gi", "minimum": "1Gi", "maximum": "8Gi"}, "500M", "1Gi"),  # the minimum
+        # The request itself (Quantity canonicalises 2000M as 2G, as Go's String() does).
+        ({"default": "1Gi", "minimum": "1Gi", "maximum": "8Gi"}, "2000M", "2G"),
+        ({"default": "1Gi", "values": ["1Gi", "4Gi"]}, "2Gi", "4Gi"),  # the valid value
+        # Rounded up to a step: an integer printed as BinarySI (2e9 = 1953125Ki).
+        ({"default": "1G", "minimum": "1G", "step": "1G", "maximum": "8G"}, "1500M", "1953125Ki"),
+    ],
+)
+def test_consumed_capacity_forms(policy: dict[str, Any], asked: str | None, written: str) -> None:
+    state = cluster(nic(**policy))
+    cap = {"bandwidth": asked} if asked else None
+    (res,) = results(run(state, claim("c", request("r", 1, cap=cap))))
+    assert str(res.consumed_capacity["bandwidth"]) == written

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from draplan.api.resource_v1 import CapacityRequestPolicy
-from draplan.cluster.devices import DeviceView, nanos
+from draplan.api.quantity import BINARY_SI, Quantity
+from draplan.api.resource_v1 import CapacityRequestPolicy, DeviceCapacity
+from draplan.cluster.devices import NANO, DeviceView, from_nanos, nanos
 
 
 def consumed_amount(
@@ -38,6 +39,31 @@ def consumed_amount(
             return None
         return amount
     return requested
+
+
+def consumed_quantity(
+    amount: int, requested: Quantity | None, capacity: DeviceCapacity
+) -> Quantity:
+    """`amount` (nanos, from consumed_amount) in the form upstream writes it: a copy of the
+    quantity it came from (default, full value, request, minimum or valid value); a value
+    rounded up to a step is computed on integers and written as BinarySI."""
+    policy = capacity.request_policy
+    if requested is None:
+        if policy is not None and policy.default is not None:
+            return policy.default
+        return capacity.value
+    if policy is None:
+        return requested
+    for valid in policy.valid_values:
+        if nanos(valid) == amount:
+            return valid
+    rng = policy.valid_range
+    if rng is not None and rng.min is not None:
+        if nanos(requested) < nanos(rng.min):
+            return rng.min
+        if rng.step is not None and amount % NANO == 0:
+            return Quantity.from_int(amount // NANO, BINARY_SI)
+    return requested if nanos(requested) == amount else from_nanos(amount)
 
 
 def consumption(view: DeviceView, requests: dict[str, int]) -> dict[str, int] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from draplan.allocator.types import AllocationError
+from draplan.api.quantity import Quantity
 from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceSubRequest,
@@ -33,6 +34,8 @@ class RequestSpec:
     admin_access: bool
     tolerations: tuple[DeviceToleration, ...]
     capacity: dict[str, int]
+    # As written, for the form of consumedCapacity in results.
+    capacity_quantities: dict[str, Quantity]
 
     def where(self, claim: ResourceClaim) -> str:
         return f"claim {claim.metadata.namespace}/{claim.metadata.name}, request {self.name}"
@@ -87,7 +90,8 @@ def _spec(
     if mode not in ("ExactCount", "All"):
         raise AllocationError(f"{where}: unsupported count mode {mode}")
     count = req.count or 1  # API defaulting: ExactCount with count 0 means 1
-    capacity = {k: nanos(q) for k, q in (req.capacity.requests if req.capacity else {}).items()}
+    quantities = dict(req.capacity.requests) if req.capacity else {}
+    capacity = {k: nanos(q) for k, q in quantities.items()}
     admin = bool(getattr(req, "admin_access", None))
     return RequestSpec(
         claim_index=claim_index,
@@ -101,6 +105,7 @@ def _spec(
         admin_access=admin,
         tolerations=req.tolerations,
         capacity=capacity,
+        capacity_quantities=quantities,
     )
 
 

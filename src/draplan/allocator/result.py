@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from draplan.allocator.capacity import consumed_quantity
 from draplan.allocator.requests import RequestSpec, claim_label
 from draplan.api.core_v1 import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from draplan.api.resource_v1 import (
@@ -16,7 +17,7 @@ from draplan.api.resource_v1 import (
     DeviceRequestAllocationResult,
     ResourceClaim,
 )
-from draplan.cluster.devices import DeviceView, from_nanos
+from draplan.cluster.devices import DeviceView
 
 # shareIDs are UUIDs upstream; draplan derives them from the allocation so output is
 # byte-identical for the same input.
@@ -43,7 +44,14 @@ def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllo
     consumed = {}
     if pick.consumed is not None:
         share_id = _share_id(claim, pick.spec.name, view.id, ordinal)
-        consumed = {k: from_nanos(v) for k, v in pick.consumed.items()}
+        wanted = pick.spec.capacity_quantities
+        caps = view.device.capacity
+        consumed = {
+            name: consumed_quantity(
+                amount, wanted.get(name, wanted.get(f"{view.driver}/{name}")), caps[name]
+            )
+            for name, amount in pick.consumed.items()
+        }
     return DeviceRequestAllocationResult(
         request=pick.spec.name,
         driver=view.driver,

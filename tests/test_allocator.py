@@ -642,11 +642,6 @@ def test_shared_device_serves_claims_until_its_capacity_is_used() -> None:
     assert not run(state, *claims).ok  # 4 x 3Gi > 10Gi
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="diagnose: shared capacity exhausted jointly by several requests is reported as "
-    "InsufficientDevices ('need more free devices than node has')",
-)
 def test_capacity_exhausted_jointly_is_reported_as_capacity() -> None:
     state = cluster(nic(minimum="1Gi", step="1Gi"))
     claims = [claim(f"c{i}", request("r", 1, cap={"bandwidth": "3Gi"})) for i in range(4)]

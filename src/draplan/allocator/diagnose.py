@@ -122,11 +122,26 @@ def diagnose(search: Search) -> Reason:
         return Reason(code, message, evidence)
     has_constraints = any(c.spec.devices.constraints for c in search.claims)
     uses_counters = any(v.consumes for p in search.pools for v in p.devices)
+    # Each request alone finds a device with room: together they ask more of the shared
+    # devices' capacity than is left (multi-allocatable devices are never used up by count).
+    shared_capacity = any(
+        search.selectable(spec, v) and v.multi and v.capacity
+        for slot in search.slots
+        for spec in slot.alternatives
+        for p in search.pools
+        for v in p.devices
+    )
     if has_constraints:
         code = CONSTRAINT_UNSATISFIABLE
         message = (
             f"enough devices match each request on node {node}, but no combination "
             "satisfies the claims' matchAttribute/distinctAttribute constraints"
+        )
+    elif shared_capacity:
+        code = CAPACITY_EXHAUSTED
+        message = (
+            f"each request fits a shared device on node {node}, but together they need more "
+            "of the devices' remaining capacity than is left"
         )
     elif uses_counters:
         code = COUNTERS_EXHAUSTED

@@ -382,3 +382,19 @@ def test_draplan_steers_free_pods_off_scarce_kinds() -> None:
         sched = scheduler("draplan", workload, ties=ties)
         assert place(state, sched, pod_row("p", 1000, 1, 1000)).node == "b"
         assert place(state, sched, pod_row("q", 1000, 1, 1000, "P100")).node == "a"
+
+
+def test_draplan_feeds_idle_gpus_where_cpu_is_short() -> None:
+    """Typical pods take 8 CPUs a GPU. Node b has two free GPUs but CPU for one such pod
+    (B_b = 1000 milli of GPU it cannot keep busy); node a has CPU to spare. A GPU pod that
+    needs no CPU goes to b, where it leaves a typical pod's room intact and uses the GPU b's CPU
+    could not, whichever node ties try first; FGD sees no difference (ΔF = 0 on both)."""
+    workload = Workload([(Shape(8000, 0, 1, 1000 * NANO), 1.0)])
+    for ties in ("name", "random"):
+        state = cluster(row("a", 64_000, 2), row("b", 64_000, 2))
+        occupy(state, "b", pod_row("cpu-hog", 56_000))
+        sched = scheduler("draplan", workload, ties=ties)
+        assert place(state, sched, pod_row("light", 0, 1, 1000)).node == "b"
+    state = cluster(row("a", 64_000, 2), row("b", 64_000, 2))
+    occupy(state, "b", pod_row("cpu-hog", 56_000))
+    assert place(state, scheduler("fgd", workload), pod_row("light", 0, 1, 1000)).node == "a"

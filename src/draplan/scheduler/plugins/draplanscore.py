@@ -11,11 +11,15 @@ grouping is half of FGD's result (openb-benchmark.md §2.9). What it cannot see:
   for two more pods strands six GPUs, yet every typical pod still "fits" (FGD's Q3);
 * how a partly used device will end: 1000 − 470 leaves room for another 470 and then 60
   that nothing uses, 1000 − 650 − 220 leaves 130; FGD only asks whether one more pod fits;
-* which kinds of device are scarce for the pods that may use only them (`gpu_spec`).
+* which kinds of device are scarce for the pods that may use only them (`gpu_spec`);
+* device capacity the node's CPU cannot keep busy: B_n = max(0, free device milli − free
+  CPU / ρ), ρ the typical pods' CPU per device milli.
 
-draplan's score is FGD's integer computed on Δ = ΔF + β·ΔH, where H_n sums over the node's
-partly used devices their expected final waste (below), plus, below one point, a level of
-ΔA + h·ΔH − k·(pressure of the kinds taken): A_n(M) = idle − Σ_m p_m · (capacity the pods of
+draplan's score is FGD's integer computed on Δ = ΔF + β·ΔH + γ·ΔB, where H_n sums over the
+node's partly used devices their expected final waste (below); for a pod that shares one
+device, on Δ = 3·ΔH + 3·ΔB (its choice is which hole to fill, which ΔF hardly tells apart).
+Below one point comes a level of ΔA + h·ΔH + 2·ΔB − k·(pressure of the kinds taken):
+A_n(M) = idle − Σ_m p_m · (capacity the pods of
 shape m could take, counting every unit that fits by devices and by CPU). The level has a few
 steps so that placements still tie and the tie rule keeps packing nodes in a consistent order.
 The device inside the node is chosen the same way (joint node and device choice).
@@ -25,7 +29,7 @@ kind, p their popularity among those): the next such pod either fits and the dev
 with r − share, or does not and r is wasted: V(r) = min(r, Σ_fit p·V(r − share) +
 Σ_no-fit p·r). A whole device wastes nothing: whole-device pods take it.
 
-All three measures are per node (cached per free state), so the scheduler's per-node score
+All four measures are per node (cached per free state), so the scheduler's per-node score
 cache holds; the kind pressure is fixed per run (constrained demand over supply per kind).
 """
 
@@ -57,6 +61,13 @@ from draplan.scheduler.plugins.placement import (
 # level below one point: sigmoid(x / SCALE) cut into LEVELS steps, weighted WEIGHT, of
 # x = ΔA + HOLES·ΔH − PRESSURE·(capacity taken × its kind's pressure).
 BETA = 0.25
+# The CPU-balance term B (GPU capacity the node's free CPU cannot keep busy): its weight in
+# FGD's integer and in the level; for pods that share one device, the integer reads only
+# ΔH and ΔB, FGD's ΔF being the measure of whole-device demand.
+BALANCE = 0.75
+BALANCE_LEVEL = 2.0
+SHARING_HOLES = 3.0
+SHARING_BALANCE = 3.0
 HOLES = 2.0
 PRESSURE = 4.0
 SCALE = 200.0
@@ -229,6 +240,20 @@ class _Memo:
                 supply[d.kind] = supply.get(d.kind, 0) + info.unit
         self.pressure = kind_pressure(supply, workload)
         self.choices: dict[tuple[int, object], Choices] = {}
+        # The typical pods' CPU per device milli: how much CPU keeps a unit of device busy.
+        cpu = milli = 0.0
+        for shape, p in workload.shapes:
+            if shape.device_count:
+                cpu += p * shape.cpu_milli
+                milli += p * shape.device_count * (shape.share or MILLI * NANO) / NANO
+        self.cpu_per_milli = cpu / milli if milli else 0.0
+
+    def balance(self, node: NodeFree) -> float:
+        """B_n: free device milli beyond what the node's free CPU can keep busy."""
+        if not self.cpu_per_milli:
+            return 0.0
+        idle = sum(d.free for d in node.devices) / NANO
+        return max(0.0, idle - node.cpu_milli / self.cpu_per_milli)
 
 
 def _memo(context: PlacementContext, state: ClusterState) -> _Memo:
@@ -255,16 +280,25 @@ def choices(
     f_before = frag(info.free)
     a_before = absorbable(info.free)
     h_before = holes(info.free)
+    b_before = memo.balance(info.free)
     share = pod.shape.share
+    sharing = 0 < share < MILLI * NANO and pod.shape.device_count == 1
     out = {}
     for taken, after in placements(info.free, pod.shape):
         dh = (h_before - holes(after)) * scale
-        delta = (f_before - frag(after)) * scale + BETA * dh
+        db = (b_before - memo.balance(after)) * scale
+        if sharing:
+            delta = SHARING_HOLES * dh + SHARING_BALANCE * db
+        else:
+            delta = (f_before - frag(after)) * scale + BETA * dh + BALANCE * db
         # The mean pressure of the devices taken, times the capacity taken (milli).
         taken_milli = sum(share or d.free for d in taken) / NANO * scale
         pressure = sum(memo.pressure.get(d.kind, 0.0) for d in taken) / max(1, len(taken))
         secondary = (
-            (a_before - absorbable(after)) * scale + HOLES * dh - PRESSURE * pressure * taken_milli
+            (a_before - absorbable(after)) * scale
+            + HOLES * dh
+            + BALANCE_LEVEL * db
+            - PRESSURE * pressure * taken_milli
         )
         out[taken] = (int(sigmoid(delta / MILLI) * MAX_SCORE), level(secondary))
     if len(memo.choices) >= MEMO_ENTRIES:

@@ -36,11 +36,10 @@ cache holds; the kind pressure is fixed per run (constrained demand over supply 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from draplan.api.core_v1 import Node
-from draplan.api.resource_v1 import ResourceClaim
-from draplan.cluster.devices import NANO, DeviceView
+from draplan.cluster.devices import NANO
 from draplan.cluster.fragmentation import DeviceFree, NodeFree, Workload, placements
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.framework import CycleState, PodInfo
@@ -322,27 +321,15 @@ class DraplanScore(FGDScore):
 
 
 class DraplanDevices(FGDDevices):
-    """The device whose placement ranks best (the integer score, then the level), the
-    lowest index on ties; whole devices in index order."""
+    """The device whose placement ranks best (the integer score, then the level)."""
 
-    def order(
-        self,
-        state: ClusterState,
-        node: Node,
-        claim: ResourceClaim,
-        request: str,
-        views: Sequence[DeviceView],
-    ) -> Sequence[DeviceView]:
-        ctx = self.context
-        pod = ctx.current
-        if pod is None or not pod.sharing:
-            return views
-        info, index = self._index(state, node, views)
-        found = choices(ctx, state, info, pod)
-        n = len(info.devices)
-        value = [
-            rank(found[(info.devices[i][1],)]) if i < n and (info.devices[i][1],) in found else -1.0
-            for i in index
-        ]
-        order = sorted(range(len(views)), key=lambda k: (-value[k], index[k]))
-        return [views[k] for k in order]
+    def key(
+        self, state: ClusterState, info: NodeInfo, pod: PodRequest
+    ) -> Callable[[DeviceFree | None], float]:
+        found = choices(self.context, state, info, pod)
+
+        def key(device: DeviceFree | None) -> float:
+            value = found.get((device,)) if device is not None else None
+            return -rank(value) if value is not None else 1.0
+
+        return key

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -550,9 +550,9 @@ class _Devices:
         return info, [where.get(id(v), len(where)) for v in views]
 
 
-class BestFitDevices(_Devices):
-    """allocateGpuIdBasedOnBestFit: the device with the least free capacity that fits
-    (lowest index on ties); whole devices in index order."""
+class _RankedDevices(_Devices):
+    """For a pod that shares one device: the devices by `key` (lowest first), the lowest
+    index on ties; whole devices in index order."""
 
     def order(
         self,
@@ -566,9 +566,27 @@ class BestFitDevices(_Devices):
         if pod is None or not pod.sharing:
             return views
         info, index = self._index(state, node, views)
-        free = [info.devices[i][1].free if i < len(info.devices) else 0 for i in index]
-        order = sorted(range(len(views)), key=lambda k: (free[k], index[k]))
+        key = self.key(state, info, pod)
+        n = len(info.devices)
+        keys = [key(info.devices[i][1] if i < n else None) for i in index]
+        order = sorted(range(len(views)), key=lambda k: (keys[k], index[k]))
         return [views[k] for k in order]
+
+    def key(
+        self, state: ClusterState, info: NodeInfo, pod: PodRequest
+    ) -> Callable[[DeviceFree | None], float]:
+        """How good a device is for `pod` (lower first); None: a device the node's free
+        state does not list."""
+        raise NotImplementedError
+
+
+class BestFitDevices(_RankedDevices):
+    """allocateGpuIdBasedOnBestFit: the device with the least free capacity that fits."""
+
+    def key(
+        self, state: ClusterState, info: NodeInfo, pod: PodRequest
+    ) -> Callable[[DeviceFree | None], float]:
+        return lambda device: device.free if device is not None else 0
 
 
 class RandomDevices(_Devices):
@@ -593,28 +611,14 @@ class RandomDevices(_Devices):
         return out
 
 
-class FGDDevices(_Devices):
-    """allocateGpuIdBasedOnFGDScore: the device with the best FGD score, lowest index on
-    ties; whole devices in index order."""
+class FGDDevices(_RankedDevices):
+    """allocateGpuIdBasedOnFGDScore: the device with the best FGD score."""
 
-    def order(
-        self,
-        state: ClusterState,
-        node: Node,
-        claim: ResourceClaim,
-        request: str,
-        views: Sequence[DeviceView],
-    ) -> Sequence[DeviceView]:
-        ctx = self.context
-        pod = ctx.current
-        if pod is None or not pod.sharing:
-            return views
-        info, index = self._index(state, node, views)
-        choices = ctx.fgd(state, info, pod)
-        n = len(info.devices)
-        score = [choices.get((info.devices[i][1],), (-1, 0.0))[0] if i < n else -1 for i in index]
-        order = sorted(range(len(views)), key=lambda k: (-score[k], index[k]))
-        return [views[k] for k in order]
+    def key(
+        self, state: ClusterState, info: NodeInfo, pod: PodRequest
+    ) -> Callable[[DeviceFree | None], float]:
+        choices = self.context.fgd(state, info, pod)
+        return lambda device: -choices.get((device,), (-1, 0.0))[0] if device is not None else 1
 
 
 # --- policies -----------------------------------------------------------------------------

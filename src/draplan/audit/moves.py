@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from draplan.api.core_v1 import Pod
-from draplan.autoscaler.scaledown import SAFE_TO_EVICT, _deallocate_for_move
+from draplan.autoscaler.scaledown import SAFE_TO_EVICT
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
+from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
@@ -85,7 +86,7 @@ class Mover:
     def _try(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
         state = self.state
         with state.forked():
-            if _deallocate_for_move(state, node, set(keys)):
+            if release_claims(state, set(keys)):
                 return None
             for key in keys:
                 state.unbind_pod(state.pods[key])

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import msgspec
-
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.autoscaler.templates import POOL_LABEL, pool_members
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.podresources import is_terminal
-from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler
+from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import find_gangs
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -23,26 +22,6 @@ THRESHOLD = 0.5  # --scale-down-utilization-threshold and --scale-down-gpu-utili
 class Removal:
     node: str
     reason: str
-
-
-def _deallocate_for_move(state: ClusterState, node_name: str, pods: set[ObjectKey]) -> str:
-    """Release the claims of the node's pods so they can be allocated elsewhere; a claim also
-    used by a pod elsewhere cannot move (returns why), as upstream never reallocates it."""
-    for claim in list(state.claims.values()):
-        alloc = claim.status.allocation
-        if alloc is None:
-            continue
-        users = {(claim.metadata.namespace, r.name) for r in claim.status.reserved_for}
-        if not users & pods:
-            continue
-        if users - pods:
-            return (
-                f"claim {claim.metadata.namespace}/{claim.metadata.name} is also used by "
-                "pods on other nodes"
-            )
-        status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=())
-        state.put_claim(msgspec.structs.replace(claim, status=status))
-    return ""
 
 
 def plan_scale_down(
@@ -68,7 +47,7 @@ def plan_scale_down(
             continue  # never break a running gang
         keys = {key_of(p) for p in pods}
         with state.forked():
-            if _deallocate_for_move(state, name, keys):
+            if release_claims(state, keys):
                 continue
             for pod in pods:
                 state.unbind_pod(pod)

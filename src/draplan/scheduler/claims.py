@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 
+import msgspec
+
 from draplan.api.core_v1 import Pod
 from draplan.api.meta import ObjectMeta, OwnerReference
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
-from draplan.cluster.state import ClusterState
+from draplan.cluster.state import ClusterState, ObjectKey
 
 # The API server's generateName alphabet (no vowels, no confusable digits).
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -95,3 +97,24 @@ def requested_devices(claims: list[ResourceClaim]) -> int:
             if spec is not None:
                 n += spec.count or 1
     return n
+
+
+def release_claims(state: ClusterState, pods: set[ObjectKey]) -> str:
+    """Release the allocated claims of `pods` so that they can be allocated again elsewhere
+    (a drain, in simulation); a claim also used by another pod cannot move, as upstream never
+    reallocates it: returns why, having released nothing of it."""
+    for claim in list(state.claims.values()):
+        alloc = claim.status.allocation
+        if alloc is None:
+            continue
+        users = {(claim.metadata.namespace, r.name) for r in claim.status.reserved_for}
+        if not users & pods:
+            continue
+        if users - pods:
+            return (
+                f"claim {claim.metadata.namespace}/{claim.metadata.name} is also used by "
+                "pods on other nodes"
+            )
+        status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=())
+        state.put_claim(msgspec.structs.replace(claim, status=status))
+    return ""

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import DeviceClass
 from draplan.autoscaler.templates import POOL_LABEL
 from draplan.cel import CelError, compile_selector
@@ -37,11 +37,12 @@ from draplan.cluster.fragmentation import (
     FragmentationCache,
     Shape,
     Workload,
-    claims_shape,
     node_devices,
     node_free,
+    node_room,
+    pod_shape,
 )
-from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
+from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 
@@ -246,7 +247,7 @@ class _Collector:
             devices = node_devices(state, node, dc, unit)
             if not devices:
                 continue
-            free = node_free(*_node_room(state, node), (d for _, d in devices))
+            free = node_free(*node_room(state, node), (d for _, d in devices))
             idle = sum(d.free for d in free.devices) / NANO
             frag = measure(free)
             total = sum(_units(v, unit) for v, _ in devices)
@@ -302,15 +303,6 @@ def _units(view: DeviceView, unit: str) -> float:
     return (total if total is not None else NANO) / NANO
 
 
-def _node_room(state: ClusterState, node: Node) -> tuple[int, int]:
-    """Free cpu (milli-cores) and memory (bytes) of a node."""
-    alloc = node_allocatable(node)
-    used = state.requested(node.metadata.name)
-    cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
-    memory = (alloc.get("memory", 0) - used.get("memory", 0)) // 1000
-    return cpu, memory
-
-
 def _pod_shape(
     state: ClusterState, pod: Pod, dc: DeviceClass, unit: str, kinds: DeviceKinds
 ) -> Shape | None:
@@ -318,14 +310,8 @@ def _pod_shape(
         claims = pod_claims(state, pod)
     except ClaimNotFound:
         return None
-    req = pod_requests(pod)
-    return claims_shape(
-        claims,
-        cpu_milli=req.get("cpu", 0),
-        memory=req.get("memory", 0) // 1000,
-        device_class=dc.metadata.name,
-        capacity=unit,
-        kinds=kinds,
+    return pod_shape(
+        claims=claims, pod=pod, device_class=dc.metadata.name, capacity=unit, kinds=kinds
     )
 
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import NamedTuple
 
-from draplan.api.core_v1 import Node
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass, ExactDeviceRequest, ResourceClaim
 from draplan.cel import CelError, Selector, compile_selector
 from draplan.cluster.devices import NANO, DeviceView, nanos
+from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState
 
 # Typical pods: the most popular shapes until they cover 95 % of the trace's pods (§2.3,
@@ -423,6 +424,35 @@ def _request_share(req: ExactDeviceRequest, capacity: str) -> int:
         if name == capacity or name.endswith("/" + capacity):
             return nanos(q)
     return 0
+
+
+def node_room(state: ClusterState, node: Node) -> tuple[int, int]:
+    """Free cpu (milli-cores) and memory (bytes) of a node, as `node_free` takes them."""
+    alloc = node_allocatable(node)
+    used = state.requested(node.metadata.name)
+    cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
+    memory = (alloc.get("memory", 0) - used.get("memory", 0)) // 1000
+    return cpu, memory
+
+
+def pod_shape(
+    pod: Pod,
+    claims: Sequence[ResourceClaim],
+    *,
+    device_class: str,
+    capacity: str,
+    kinds: DeviceKinds,
+) -> Shape | None:
+    """`claims_shape` with the pod's CPU and memory requests."""
+    req = pod_requests(pod)
+    return claims_shape(
+        claims,
+        cpu_milli=req.get("cpu", 0),
+        memory=req.get("memory", 0) // 1000,
+        device_class=device_class,
+        capacity=capacity,
+        kinds=kinds,
+    )
 
 
 def claims_shape(

@@ -32,11 +32,11 @@ from draplan.cluster.fragmentation import (
     FragmentationCache,
     Shape,
     Workload,
-    claims_shape,
     node_devices,
     node_free,
+    node_room,
+    pod_shape,
 )
-from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, key_of
 from draplan.sim.workloads import Job
 
@@ -118,15 +118,7 @@ class StrandedMeter:
             for pod, pod_claims in claims:
                 if not pod_claims:
                     continue
-                req = pod_requests(pod)
-                shape = claims_shape(
-                    pod_claims,
-                    cpu_milli=req.get("cpu", 0),
-                    memory=req.get("memory", 0) // 1000,
-                    device_class=cname,
-                    capacity=unit,
-                    kinds=kinds,
-                )
+                shape = pod_shape(pod, pod_claims, device_class=cname, capacity=unit, kinds=kinds)
                 if shape is not None and shape.device_count:
                     shapes.append(shape)
             if shapes:
@@ -137,10 +129,7 @@ class StrandedMeter:
         """The node's stranded capacity, in devices."""
         if not self.classes:
             return 0.0
-        alloc = node_allocatable(node)
-        used = state.requested(node.metadata.name)
-        cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
-        memory = (alloc.get("memory", 0) - used.get("memory", 0)) // 1000
+        cpu, memory = node_room(state, node)
         out = 0.0
         for m in self.classes:
             devices = node_devices(state, node, m.device_class, m.unit)

@@ -1264,3 +1264,32 @@ def test_one_scheduler_follows_nodes_added_and_reverted() -> None:
     other = MakePod().name("q").req(cpu="2").template_claim("gpu", "one").obj()
     result = scheduler.schedule_pod(state, other)
     assert result.node is None
+
+
+def test_a_node_without_the_model_stays_out_until_its_devices_change() -> None:
+    """No device of n1 matches the claim's model: the node is passed over while it only gets
+    fuller (the answer is kept), and becomes a candidate once its slice is republished with
+    devices that match."""
+    h100 = 'device.attributes["gpu.example.com"].model == "h100"'
+    state = ClusterState.from_objects(
+        [
+            device_class(),
+            MakeNode().name("n1").capacity(cpu="8").obj(),
+            MakeSlice().node("n1").gpus(2).model("t4").obj(),
+            MakeClaim().name("h100").gpus(1, cel=h100).template(),
+            MakeClaim().name("any").gpus(1).template(),
+            MakePod().name("p").req(cpu="1").template_claim("gpu", "h100").obj(),
+            MakePod().name("filler").req(cpu="1").template_claim("gpu", "any").obj(),
+            MakePod().name("q").req(cpu="1").template_claim("gpu", "h100").obj(),
+        ]
+    )
+    scheduler = Scheduler()
+    unfit = "0/1 nodes are available: 1 cannot allocate all claims."
+    first = scheduler.schedule_pod(state, state.pods[("default", "p")])
+    assert first.reason is not None and first.reason.message == unfit
+    assert scheduler.schedule_pod(state, state.pods[("default", "filler")]).node == "n1"
+    again = scheduler.schedule_pod(state, state.pods[("default", "q")])
+    assert again.node is None
+    assert again.reason is not None and again.reason.message == unfit
+    state.add_slice(MakeSlice().node("n1").gpus(2).model("h100").obj())
+    assert scheduler.schedule_pod(state, state.pods[("default", "q")]).node == "n1"

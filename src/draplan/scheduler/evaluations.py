@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from draplan.allocator import Reason
+from draplan.allocator.types import NO_MATCHING_DEVICE
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.devices import Pool
@@ -99,6 +100,9 @@ class ShapeEvaluations:
     reasoned: set[str] = field(default_factory=set)  # failing with allocator evidence
     # Failing nodes that changed but only got fuller: still failing, status not recomputed.
     stale: set[str] = field(default_factory=set)
+    # Nodes that can never host the shape while their Node object and pools stay (a
+    # Node-object filter fails, or too few devices match the selectors): those two, by name.
+    impossible: dict[str, tuple[Node, tuple[Pool, ...]]] = field(default_factory=dict)
     # Random ties: feasible nodes by score (sorted names), and a heap of the scores present.
     buckets: dict[float, list[str]] = field(default_factory=dict)
     slot: dict[str, float] = field(default_factory=dict)
@@ -509,6 +513,7 @@ class Evaluator:
             ev.codes.clear()
             ev.reasoned.clear()
             ev.stale.clear()
+            ev.impossible.clear()
             ev.buckets.clear()
             ev.slot.clear()
             ev.tops.clear()
@@ -532,6 +537,14 @@ class Evaluator:
         if current is not None:
             if current.version == version:
                 return
+            hardware = ev.impossible.get(name)
+            if (
+                hardware is not None
+                and hardware[0] is node
+                and hardware[1] is state.pools_for_node(node)
+            ):
+                ev.stale.add(name)  # cheaper than `fuller`: usage does not matter
+                return
             if (
                 current.usage is not None
                 and self._monotone
@@ -545,6 +558,24 @@ class Evaluator:
         self._store(ev, name, result)
         if not result.exact:
             ev.stale.add(name)
+        if self._monotone and self._static_failure(result.status):
+            ev.impossible[name] = (node, state.pools_for_node(node))
+        else:
+            ev.impossible.pop(name, None)
+
+    def _static_failure(self, status: Status) -> bool:
+        """A failure that no change of usage undoes: a filter that reads only the Node object,
+        or DynamicResources finding fewer devices that match than a request needs."""
+        if status.ok:
+            return False
+        if status.plugin in NODE_OBJECT_FILTERS:
+            return True
+        detail = status.detail
+        return (
+            status.plugin == self.profile.dra.name
+            and isinstance(detail, Reason)
+            and detail.code == NO_MATCHING_DEVICE
+        )
 
     def refresh_only(
         self, state: ClusterState, cycle: CycleState, pod: PodInfo, names: Iterable[str]

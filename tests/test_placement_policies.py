@@ -335,12 +335,16 @@ def test_hole_waste_by_hand() -> None:
     holes = draplanscore.HoleWaste(shares_workload(470, 320, 220))
     # Nothing fits in 130 (or 30): all of it is wasted.
     assert holes.value("G2", 130 * NANO) == pytest.approx(130)
-    # 350: a 470 does not fit (350 wasted), a 320 leaves 30, a 220 leaves 130.
-    assert holes.value("G2", 350 * NANO) == pytest.approx((350 + 30 + 130) / 3)
+    # 350: a 320 leaves 30, a 220 leaves 130; a 470 goes elsewhere, and only with the
+    # chance CLOSING is it the hole's last chance (350 wasted).
+    c = draplanscore.CLOSING
+    v350 = (30 / 3 + 130 / 3 + c * 350 / 3) / (2 / 3 + c / 3)
+    assert holes.value("G2", 350 * NANO) == pytest.approx(v350)
+    assert 30 < v350 < (350 + 30 + 130) / 3
     # A node's waste sums its partly used devices; untouched devices waste nothing.
     state = cluster(row("a", 64_000, 2))
     occupy(state, "a", pod_row("x", 1000, 1, 650), device=1)
-    assert holes(info_of(state, "a").free) == pytest.approx((350 + 30 + 130) / 3)
+    assert holes(info_of(state, "a").free) == pytest.approx(v350)
     # Tiny shares (rounded up to a thousandth of a device) fill any hole, with no recursion.
     tiny = draplanscore.HoleWaste(Workload([(Shape(0, 0, 1, 1), 1.0)]))
     assert tiny.value("G2", 999 * NANO) == 0.0
@@ -382,6 +386,29 @@ def test_draplan_steers_free_pods_off_scarce_kinds() -> None:
         sched = scheduler("draplan", workload, ties=ties)
         assert place(state, sched, pod_row("p", 1000, 1, 1000)).node == "b"
         assert place(state, sched, pod_row("q", 1000, 1, 1000, "P100")).node == "a"
+
+
+@pytest.mark.parametrize("weight", [draplanscore.SHARING_EXCESS, 0.0])
+def test_draplan_leaves_a_pressed_kind_to_the_pods_that_need_it(
+    weight: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half the typical pods may use only T4, one GPU in two. An unconstrained 320 would fill
+    the T4's 350 hole best; draplan opens the G2 instead, and the T4-only pod that comes next
+    still fits. Without the excess-pressure term it takes the T4 and the next pod fails."""
+    monkeypatch.setattr(draplanscore, "SHARING_EXCESS", weight)
+    only_t4 = frozenset({"T4"})
+    workload = Workload(
+        [(Shape(1000, 0, 1, 320 * NANO), 0.5), (Shape(1000, 0, 1, 320 * NANO, only_t4), 0.5)]
+    )
+    state = cluster(row("a", 64_000, 1, "T4"), row("b", 64_000, 1, "G2"))
+    occupy(state, "a", pod_row("x", 1000, 1, 650))
+    sched = scheduler("draplan", workload)
+    free = place(state, sched, pod_row("free", 1000, 1, 320)).node
+    needs_t4 = place(state, sched, pod_row("t4", 1000, 1, 320, "T4")).node
+    if weight:
+        assert (free, needs_t4) == ("b", "a")
+    else:
+        assert (free, needs_t4) == ("a", None)
 
 
 def test_draplan_feeds_idle_gpus_where_cpu_is_short() -> None:

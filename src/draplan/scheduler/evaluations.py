@@ -520,19 +520,29 @@ class Evaluator:
         else:
             todo = sorted(set(log[ev.cursor :]))
         ev.cursor = len(log)
+        everywhere = state.version("*")[0]  # read once: every node's version starts with it
         for name in todo:
-            self._refresh_node(state, cycle, pod, ev, name)
+            self._refresh_node(state, cycle, pod, ev, name, everywhere)
         return ev
 
     def _refresh_node(
-        self, state: ClusterState, cycle: CycleState, pod: PodInfo, ev: ShapeEvaluations, name: str
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        name: str,
+        everywhere: int | None = None,
     ) -> None:
         node = state.nodes.get(name)
         if node is None:
             if name in ev.evals:
                 self._store(ev, name, None)
             return
-        version = state.version(name)
+        if everywhere is None:
+            version = state.version(name)
+        else:
+            version = (everywhere, state.node_version.get(name) or 0)
         current = ev.evals.get(name)
         if current is not None:
             if current.version == version:
@@ -558,16 +568,14 @@ class Evaluator:
         self._store(ev, name, result)
         if not result.exact:
             ev.stale.add(name)
-        if self._monotone and self._static_failure(result.status):
+        if not result.status.ok and self._monotone and self._static_failure(result.status):
             ev.impossible[name] = (node, state.pools_for_node(node))
         else:
             ev.impossible.pop(name, None)
 
     def _static_failure(self, status: Status) -> bool:
-        """A failure that no change of usage undoes: a filter that reads only the Node object,
-        or DynamicResources finding fewer devices that match than a request needs."""
-        if status.ok:
-            return False
+        """Whether a failure is one that no change of usage undoes: a filter that reads only
+        the Node object, or DynamicResources finding fewer matching devices than needed."""
         if status.plugin in NODE_OBJECT_FILTERS:
             return True
         detail = status.detail

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -32,8 +33,8 @@ class Status:
     plugin: str = ""
     detail: Any = None
 
-    @property
-    def ok(self) -> bool:
+    @cached_property
+    def ok(self) -> bool:  # cached: statuses are shared and read once per node and pod
         return self.code in (Code.SUCCESS, Code.SKIP)
 
     def with_plugin(self, name: str) -> Status:

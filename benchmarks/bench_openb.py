@@ -1,7 +1,8 @@
 """One run of the FGD paper's protocol on the openb `default` trace (1,213 nodes, ~10.8k pods
 after inflation to 1.3x the GPUs) through the full scheduler and allocator, with FGD and with
 draplan's own policy: wall and CPU seconds per run, placements, unallocated GPU % at arrived
-100 %. The issue's target: <= 10 s per run.
+100 %. The issue's target: <= 10 s per run. Also `gpuspec25`, as many pods but three times the
+pod shapes (gpu_spec), the slowest trace of the paper's 17.
 
 Usage: bench_openb.py [DATA_DIR] (default ../../shared/data: openb/ and fgd-results/).
 """
@@ -17,13 +18,17 @@ from draplan.sim import openb as bench
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 POLICIES = ("fgd", "draplan")
+TRACES = ("default", "gpuspec25")
 
 
 def run(data: Path = DATA, seed: int = 42) -> dict[str, Any]:
     if not (data / "openb" / "openb_node_list_gpu_node.csv").is_file():
         return {"skipped": f"no openb data under {data}"}
-    trace = bench.Trace.load("default", data)
-    out: dict[str, Any] = {"trace": "default", "seed": seed, "nodes": len(trace.nodes)}
+    return {name: run_trace(bench.Trace.load(name, data), seed) for name in TRACES}
+
+
+def run_trace(trace: bench.Trace, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"seed": seed, "nodes": len(trace.nodes)}
     for policy in POLICIES:
         result = bench.run(trace, policy, seed)
         out[policy] = {

@@ -34,7 +34,7 @@ class Status:
     detail: Any = None
 
     @cached_property
-    def ok(self) -> bool:  # cached: statuses are shared and read once per node and pod
+    def ok(self) -> bool:  # cached: one status is shared by many nodes and read for each
         return self.code in (Code.SUCCESS, Code.SKIP)
 
     def with_plugin(self, name: str) -> Status:

@@ -1,7 +1,8 @@
 """Compiling and evaluating DRA device selectors, with a program cache and a result cache.
 
 Kubernetes rules reproduced here that cel-expr-python does not give for free:
-* an unknown attribute/capacity domain reads as an empty map (see `Selector._evaluate`);
+* an unknown attribute/capacity domain reads as an empty map (`draplan.cel.domains`, and for
+  lookups the text does not show, `Selector._evaluate`);
 * the result must be a bool, statically (bool or dyn) and at run time;
 * any runtime error raises.
 cel-expr-python cannot meter cost, so the upstream runtime limit of 1,000,000 cost units is not
@@ -12,6 +13,7 @@ own budget of 10,000 comprehension iterations per evaluation applies.
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +21,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_math, ext_optional, ext_strings
 
 from draplan.cel.device import CelDevice, device_data
+from draplan.cel.domains import optional_domains
 from draplan.cel.errors import CelCompileError, CelRuntimeError
 from draplan.cel.library import declarations
 from draplan.cel.messages import POOL
@@ -169,6 +172,13 @@ def compile_selector(expression: str) -> Selector:
         raise CelCompileError(
             expression, f"must evaluate to bool or the unknown type, not {result.name().lower()}"
         )
+    # Errors and the result type come from the text as written; what runs reads missing
+    # domains as empty maps (draplan.cel.domains).
+    rewritten = optional_domains(expression)
+    if rewritten != expression:
+        # Not expected to fail; if it did, the retry in Selector._evaluate covers the lookups.
+        with suppress(RuntimeError):
+            program = _ENV.compile(rewritten)
     return Selector(expression, program)
 
 

@@ -514,6 +514,12 @@ def test_many_devices_give_consistent_answers() -> None:
             ".orValue(dyn({})).x",
         ),
         (r'r"\" == device.attributes["a"]', r'r"\" == device.attributes[?"a"].orValue(dyn({}))'),
+        # Comments are not code.
+        (
+            'device.attributes["a"].x == 1 // device.attributes["b"], isn\'t it\n|| false',
+            'device.attributes[?"a"].orValue(dyn({})).x == 1'
+            ' // device.attributes["b"], isn\'t it\n|| false',
+        ),
         # Already optional, another variable, a field named device: left alone.
         ('device.attributes[?"a.io"].hasValue()', 'device.attributes[?"a.io"].hasValue()'),
         ('mydevice.attributes["a.io"]', 'mydevice.attributes["a.io"]'),

@@ -30,13 +30,12 @@ def _rewrite(text: str, start: int, end: int) -> str | None:
     out: list[str] = []
     i = start
     while i < end:
-        quote = _quote_at(text, i)
-        if quote:
-            close = _string_end(text, i, quote)
-            if close is None or close > end:
+        skip = _literal_end(text, i)
+        if skip is not None:
+            if skip < 0 or skip > end:
                 return None
-            out.append(text[i:close])
-            i = close
+            out.append(text[i:skip])
+            i = skip
             continue
         found = _LOOKUP.match(text, i)
         if found is not None and not _continues_name(text, i):
@@ -57,6 +56,19 @@ def _rewrite(text: str, start: int, end: int) -> str | None:
 def _continues_name(text: str, i: int) -> bool:
     """Whether `device` at i is the tail of a longer name or of a field selection."""
     return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_.")
+
+
+def _literal_end(text: str, i: int) -> int | None:
+    """Past the string literal or `//` comment starting at i; None if none starts there, -1
+    if it does not end."""
+    if text.startswith("//", i):
+        newline = text.find("\n", i)
+        return len(text) if newline < 0 else newline
+    quote = _quote_at(text, i)
+    if not quote:
+        return None
+    close = _string_end(text, i, quote)
+    return -1 if close is None else close
 
 
 def _quote_at(text: str, i: int) -> str:
@@ -88,12 +100,11 @@ def _bracket_end(text: str, i: int, end: int) -> int | None:
     depth = 0
     j = i
     while j < end:
-        quote = _quote_at(text, j)
-        if quote:
-            close = _string_end(text, j, quote)
-            if close is None:
+        skip = _literal_end(text, j)
+        if skip is not None:
+            if skip < 0:
                 return None
-            j = close
+            j = skip
             continue
         c = text[j]
         if c in _OPEN:

@@ -132,6 +132,11 @@ def test_missing_domain_is_an_empty_map(expression: str) -> None:
         'device.attributes["x.example.com"].size() == 0 && device.attributes.size() == 2',
         '[device.attributes["x.io"], device.attributes["y.io"]].all(m, m.size() == 0)'
         ' && !device.attributes.exists(d, d == "x.io")',
+        'device.attributes.x.size() == 0 && !("x" in device.attributes)',
+        # An optional lookup always finds the domain (upstream's map never reports it missing).
+        'device.attributes[?"x.io"].hasValue()',
+        'device.attributes[?"x.io"].orValue({"m": 1}).size() == 0',
+        "device.attributes.?x.hasValue()",
     ],
 )
 def test_missing_domain_lookup_leaves_the_real_domains_alone(expression: str) -> None:
@@ -500,7 +505,7 @@ def test_many_devices_give_consistent_answers() -> None:
         ),
         (
             "device . capacity [ device.driver ].size() == 0",
-            "device . capacity [? device.driver ].orValue(dyn({})).size() == 0",
+            "device . capacity [?device.driver ].orValue(dyn({})).size() == 0",
         ),
         # Nested lookups, brackets inside the index, strings that look like lookups.
         (
@@ -520,10 +525,25 @@ def test_many_devices_give_consistent_answers() -> None:
             'device.attributes[?"a"].orValue(dyn({})).x == 1'
             ' // device.attributes["b"], isn\'t it\n|| false',
         ),
-        # Already optional, another variable, a field named device: left alone.
-        ('device.attributes[?"a.io"].hasValue()', 'device.attributes[?"a.io"].hasValue()'),
+        # Field syntax; optional lookups always find the domain upstream.
+        ("device.attributes.x.y == 1", 'device.attributes[?"x"].orValue(dyn({})).y == 1'),
+        (
+            'device.attributes[?"a.io"].hasValue() && device.capacity.?x.hasValue()',
+            'optional.of(device.attributes[?"a.io"].orValue(dyn({}))).hasValue()'
+            ' && optional.of(device.capacity[?"x"].orValue(dyn({}))).hasValue()',
+        ),
+        # Methods of the map, has(), other variables, fields named device, a rebound device:
+        # left alone.
+        ("device.attributes.size() > 0", "device.attributes.size() > 0"),
+        ("has(device.attributes.x)", "has(device.attributes.x)"),
         ('mydevice.attributes["a.io"]', 'mydevice.attributes["a.io"]'),
         ('x.device.attributes["a.io"]', 'x.device.attributes["a.io"]'),
+        ('x . device.attributes["a.io"]', 'x . device.attributes["a.io"]'),
+        ('x.?device.attributes["a.io"]', 'x.?device.attributes["a.io"]'),
+        (
+            'cel.bind(device, y, device.attributes["a.io"])',
+            'cel.bind(device, y, device.attributes["a.io"])',
+        ),
         # Unbalanced: unchanged, so the compiler reports the text as written.
         ('device.attributes["a.io"', 'device.attributes["a.io"'),
         ('device.attributes["a.io]', 'device.attributes["a.io]'),

@@ -1,27 +1,36 @@
 """Missing attribute and capacity domains as empty maps, the way Kubernetes reads them.
 
-Upstream, `device.attributes["x.example.com"]` of a domain the device does not have is an empty
-map, while `in`, size() and iteration over `device.attributes` still see only the real domains.
-A plain map cannot be both, so each direct lookup `device.attributes[D]` (or `capacity`) is
-compiled as the optional lookup `device.attributes[?D].orValue(dyn({}))`, which gives exactly
-that (dyn, so that the checker keeps typing the domain's values as dyn).
-Lookups the text does not show (through an alias bound by cel.bind, say) are left to the
-selector's retry.
+Upstream, a lookup of a domain the device does not have (`device.attributes["x.example.com"]`,
+`device.attributes.x`, `[?D]`, `.?x`) finds an empty map, while `in`, size() and iteration over
+`device.attributes` still see only the real domains. A plain map cannot be both, so each lookup
+the text shows is compiled as an optional one: `device.attributes[D]` and `.x` as
+`device.attributes[?D].orValue(dyn({}))` (dyn, so that the checker keeps typing the domain's
+values as dyn), and `[?D]` / `.?x` as `optional.of(...)` of that, since upstream's map (a
+mapper with a default value) always finds the domain. Left to the selector's retry: lookups
+through an alias (cel.bind) and expressions that bind a variable named `device`; has() on a
+domain keeps the plain map's answer.
 """
 
 from __future__ import annotations
 
 import re
 
-_LOOKUP = re.compile(r"device\s*\.\s*(?:attributes|capacity)\s*\[(?!\s*\?)")
+_INDEX = re.compile(r"device\s*\.\s*(?:attributes|capacity)\s*\[\s*(\?)?")
+_FIELD = re.compile(r"device\s*\.\s*(attributes|capacity)\s*\.\s*(\?)?\s*([A-Za-z_]\w*)\b(?!\s*\()")
+_HAS = re.compile(r"has\s*\(\s*$")
+# `device` as the variable of cel.bind or of a comprehension (or any argument after the first).
+_SHADOWED = re.compile(r"[(,]\s*device\s*,")
 _QUOTES = ('"""', "'''", '"', "'")
 _OPEN = "([{"
 _CLOSE = ")]}"
+_EMPTY = ".orValue(dyn({}))"
 
 
 def optional_domains(expression: str) -> str:
-    """`expression` with each direct domain lookup made optional; unchanged if it cannot be
-    scanned (the compiler then reports the original's error)."""
+    """`expression` with each domain lookup it shows made optional; unchanged if it cannot be
+    scanned (the compiler then reports the original's error) or rebinds `device`."""
+    if _SHADOWED.search(expression):
+        return expression
     out = _rewrite(expression, 0, len(expression))
     return expression if out is None else out
 
@@ -37,25 +46,38 @@ def _rewrite(text: str, start: int, end: int) -> str | None:
             out.append(text[i:skip])
             i = skip
             continue
-        found = _LOOKUP.match(text, i)
-        if found is not None and not _continues_name(text, i):
-            close = _bracket_end(text, found.end() - 1, end)
-            if close is None:
-                return None
-            inner = _rewrite(text, found.end(), close)
-            if inner is None:
-                return None
-            out.append(f"{text[i : found.end()]}?{inner}].orValue(dyn({{}}))")
-            i = close + 1
-            continue
+        if text.startswith("device", i) and not _continues_name(text, i):
+            index = _INDEX.match(text, i)
+            if index is not None:
+                bracket = text.index("[", i, index.end())
+                close = _bracket_end(text, bracket, end)
+                if close is None:
+                    return None
+                inner = _rewrite(text, index.end(), close)
+                if inner is None:
+                    return None
+                lookup = f"{text[i:bracket]}[?{inner}]{_EMPTY}"
+                out.append(f"optional.of({lookup})" if index.group(1) else lookup)
+                i = close + 1
+                continue
+            field = _FIELD.match(text, i)
+            if field is not None and field.end() <= end and not _HAS.search(text, 0, i):
+                lookup = f'device.{field.group(1)}[?"{field.group(3)}"]{_EMPTY}'
+                out.append(f"optional.of({lookup})" if field.group(2) else lookup)
+                i = field.end()
+                continue
         out.append(text[i])
         i += 1
     return "".join(out)
 
 
 def _continues_name(text: str, i: int) -> bool:
-    """Whether `device` at i is the tail of a longer name or of a field selection."""
-    return i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_.")
+    """Whether `device` at i is the tail of a longer name or a field of something else (`x.`,
+    `x .`, `x.?`)."""
+    if i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
+        return True
+    before = text[:i].rstrip()
+    return before.endswith((".", ".?")) or bool(re.search(r"\.\s*\?$", before))
 
 
 def _literal_end(text: str, i: int) -> int | None:

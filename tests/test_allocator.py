@@ -962,3 +962,29 @@ def test_consumed_capacity_forms(policy: dict[str, Any], asked: str | None, writ
     cap = {"bandwidth": asked} if asked else None
     (res,) = results(run(state, claim("c", request("r", 1, cap=cap))))
     assert str(res.consumed_capacity["bandwidth"]) == written
+
+
+def test_a_relabelled_node_sees_the_slices_its_new_labels_select() -> None:
+    """A slice for every node labelled rack=a: a node that gains the label by a new Node
+    object sees the pool at once (the per-node pool cache follows the Node object)."""
+    from draplan.api.core_v1 import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+
+    racked = rslice("rack-a", [device("nic-0")], pool="rack-a", node_name="")
+    term = NodeSelectorTerm(
+        match_expressions=(NodeSelectorRequirement(key="rack", operator="In", values=("a",)),)
+    )
+    racked = msgspec.structs.replace(
+        racked,
+        spec=msgspec.structs.replace(
+            racked.spec, node_selector=NodeSelector(node_selector_terms=(term,))
+        ),
+    )
+    state = ClusterState.from_objects([node(), racked])
+    assert state.pools_for_node(state.nodes[NODE]) == ()
+    labelled = node()
+    labelled = msgspec.structs.replace(
+        labelled,
+        metadata=msgspec.structs.replace(labelled.metadata, labels={"rack": "a"}),
+    )
+    state.add_node(labelled)
+    assert [p.id for p in state.pools_for_node(state.nodes[NODE])] == [(DRIVER, "rack-a")]

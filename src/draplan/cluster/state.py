@@ -380,6 +380,8 @@ class ClusterState:
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
+        # Slices may select nodes by label: a replaced Node object gathers its pools again.
+        self._pool_cache[-1].pop(node.metadata.name, None)
         self.touch(node.metadata.name)
 
     def remove_node(self, name: str) -> None:

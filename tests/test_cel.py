@@ -536,6 +536,7 @@ def test_many_devices_give_consistent_answers() -> None:
         # left alone.
         ("device.attributes.size() > 0", "device.attributes.size() > 0"),
         ("has(device.attributes.x)", "has(device.attributes.x)"),
+        ("has(device.attributes.x.y)", 'has(device.attributes[?"x"].orValue(dyn({})).y)'),
         ('mydevice.attributes["a.io"]', 'mydevice.attributes["a.io"]'),
         ('x.device.attributes["a.io"]', 'x.device.attributes["a.io"]'),
         ('x . device.attributes["a.io"]', 'x . device.attributes["a.io"]'),

@@ -61,7 +61,7 @@ def _rewrite(text: str, start: int, end: int) -> str | None:
                 i = close + 1
                 continue
             field = _FIELD.match(text, i)
-            if field is not None and field.end() <= end and not _HAS.search(text, 0, i):
+            if field is not None and field.end() <= end and not _tested(text, i, field.end()):
                 lookup = f'device.{field.group(1)}[?"{field.group(3)}"]{_EMPTY}'
                 out.append(f"optional.of({lookup})" if field.group(2) else lookup)
                 i = field.end()
@@ -69,6 +69,11 @@ def _rewrite(text: str, start: int, end: int) -> str | None:
         out.append(text[i])
         i += 1
     return "".join(out)
+
+
+def _tested(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is the whole argument of has() (which needs a field there)."""
+    return bool(_HAS.search(text, 0, start)) and text[end:].lstrip().startswith(")")
 
 
 def _continues_name(text: str, i: int) -> bool:

@@ -532,17 +532,14 @@ class Evaluator:
         pod: PodInfo,
         ev: ShapeEvaluations,
         name: str,
-        everywhere: int | None = None,
+        everywhere: int,
     ) -> None:
         node = state.nodes.get(name)
         if node is None:
             if name in ev.evals:
                 self._store(ev, name, None)
             return
-        if everywhere is None:
-            version = state.version(name)
-        else:
-            version = (everywhere, state.node_version.get(name) or 0)
+        version = (everywhere, state.node_version.get(name) or 0)
         current = ev.evals.get(name)
         if current is not None:
             if current.version == version:
@@ -595,8 +592,9 @@ class Evaluator:
         if state is not self._state:
             self.reset(state)
         ev = self.of(cycle, pod)
+        everywhere = state.version("*")[0]
         for name in names:
-            self._refresh_node(state, cycle, pod, ev, name)
+            self._refresh_node(state, cycle, pod, ev, name, everywhere)
         return ev
 
     def freshen(

@@ -312,6 +312,7 @@ def choices(
     b_before = memo.balance(info.free)
     share = pod.shape.share
     sharing = 0 < share < MILLI * NANO and pod.shape.device_count == 1
+    least = memo.least_pressure(pod.shape.kinds)
     out = {}
     for taken, after in placements(info.free, pod.shape):
         dh = (h_before - holes(after)) * scale
@@ -320,7 +321,7 @@ def choices(
         taken_milli = sum(share or d.free for d in taken) / NANO * scale
         pressure = sum(memo.pressure.get(d.kind, 0.0) for d in taken) / max(1, len(taken))
         # What the pod takes from scarce kinds beyond the least pressed kind it admits.
-        excess = max(0.0, pressure - memo.least_pressure(pod.shape.kinds)) * taken_milli
+        excess = max(0.0, pressure - least) * taken_milli
         if sharing:
             delta = SHARING_HOLES * dh + SHARING_BALANCE * db - SHARING_EXCESS * excess
         else:

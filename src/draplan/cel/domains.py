@@ -18,6 +18,7 @@ import re
 _INDEX = re.compile(r"device\s*\.\s*(?:attributes|capacity)\s*\[\s*(\?)?")
 _FIELD = re.compile(r"device\s*\.\s*(attributes|capacity)\s*\.\s*(\?)?\s*([A-Za-z_]\w*)\b(?!\s*\()")
 _HAS = re.compile(r"has\s*\(\s*$")
+_SELECTED = re.compile(r"\.\s*\??\s*$")  # what precedes a field: `x.`, `x .`, `x.?`
 # `device` as the variable of cel.bind or of a comprehension (or any argument after the first).
 _SHADOWED = re.compile(r"[(,]\s*device\s*,")
 _QUOTES = ('"""', "'''", '"', "'")
@@ -81,8 +82,7 @@ def _continues_name(text: str, i: int) -> bool:
     `x .`, `x.?`)."""
     if i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):
         return True
-    before = text[:i].rstrip()
-    return before.endswith((".", ".?")) or bool(re.search(r"\.\s*\?$", before))
+    return _SELECTED.search(text, 0, i) is not None
 
 
 def _literal_end(text: str, i: int) -> int | None:

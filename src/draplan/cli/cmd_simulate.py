@@ -16,11 +16,11 @@ import msgspec
 from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, output_option
-from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_table
 from draplan.report import html_report, markdown_summary
 from draplan.report.table import headers, pending_rows, rows
 from draplan.sim import POLICIES, SimResult
-from draplan.sim.compare import compare, from_dict, to_dict
+from draplan.sim.compare import compare, from_dict, horizon_of, to_dict
 from draplan.sim.scenario import SimInput, build_input
 from draplan.sources import load_objects
 
@@ -114,9 +114,9 @@ def simulate_cmd(
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
     sim = load_input(filenames, seed)
-    horizon = (
-        sim.scenario.spec.horizon_seconds or sim.horizon or max(j.arrival for j in sim.jobs) * 2
-    )
+    horizon = horizon_of(sim)
+    if horizon is None:  # the runs end when the work is done: a guess for the bar
+        horizon = max((j.arrival for j in sim.jobs), default=0.0) * 2
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
     write_reports(sim.name, results, html, markdown)
@@ -184,11 +184,7 @@ def sweep_cmd(
     else:
         with ProcessPoolExecutor(max_workers=workers or None) as pool:
             rows_ = list(pool.map(sweep_run, tasks))
-    if output == "json":
-        emit_json({"runs": rows_})
-    elif output == "yaml":
-        emit_yaml([{"runs": rows_}])
-    else:
+    if not emit_document({"runs": rows_}, output):
         keys = [
             "seed",
             "policy",

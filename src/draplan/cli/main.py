@@ -20,7 +20,7 @@ from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.cli.common import filename_option, load_input, load_state, output_option
-from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
 
 EXIT_BAD_INPUT = 2
@@ -51,11 +51,7 @@ def validate(filenames: tuple[str, ...], output: str) -> None:
         "kinds": dict(sorted(kinds.items())),
         "devicesPerDriver": dict(sorted(drivers.items())),
     }
-    if output == "json":
-        emit_json(summary)
-    elif output == "yaml":
-        emit_yaml([summary])
-    else:
+    if not emit_document(summary, output):
         emit_table(f"{len(objects)} objects", ["KIND", "COUNT"], sorted(kinds.items()))
         if drivers:
             emit_table("devices", ["DRIVER", "DEVICES"], sorted(drivers.items()))

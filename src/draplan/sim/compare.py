@@ -10,13 +10,20 @@ from draplan.sim.engine import SimConfig, SimResult, simulate
 from draplan.sim.scenario import SimInput
 
 
+def horizon_of(sim: SimInput) -> float | None:
+    """When the runs stop: the scenario's horizonSeconds, else the workload's (None: when
+    the work is done)."""
+    spec = sim.scenario.spec
+    return spec.horizon_seconds if spec.horizon_seconds is not None else sim.horizon
+
+
 def config_of(sim: SimInput, policy: str) -> SimConfig:
     spec = sim.scenario.spec
     return SimConfig(
         policy=policy,
         autoscaler_interval=spec.autoscaler_interval_seconds,
         scale_down_unneeded=spec.scale_down_unneeded_seconds,
-        horizon=spec.horizon_seconds if spec.horizon_seconds is not None else sim.horizon,
+        horizon=horizon_of(sim),
     )
 
 

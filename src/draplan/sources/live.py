@@ -1,6 +1,6 @@
 """Read a live cluster: discover what is served, list it read-only, decode it like a file.
 
-Objects come out exactly as `files.load_objects` gives them (typed, validated, paired with
+Objects come out exactly as `files.load_files` gives them (typed, validated, paired with
 where they came from), older resource.k8s.io versions converted to v1, so every command works
 the same on a cluster and on a snapshot of it.
 """

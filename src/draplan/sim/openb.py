@@ -186,9 +186,7 @@ class Trace:
 
     @classmethod
     def load(cls, trace: str, data_dir: str | os.PathLike[str]) -> Trace:
-        openb_dir = Path(data_dir) / "openb"
-        if not openb_dir.is_dir():
-            openb_dir = Path(data_dir)
+        openb_dir = openb.openb_dir(data_dir)
         nodes = openb.read_nodes(openb_dir / openb.NODE_LIST)
         pods = openb.read_pods(openb.trace_path(trace, openb_dir))
         return cls(Path(trace).stem.removeprefix("openb_pod_list_"), tuple(nodes), tuple(pods))

@@ -169,7 +169,7 @@ def _paths(spec: OpenbReplay, source: str) -> tuple[Path, Path]:
             raise _bad(
                 "no openb data: set dataDir (or run next to ../shared/data)", "dataDir", source
             )
-        data = found / "openb" if (found / "openb").is_dir() else found
+        data = openb.openb_dir(found)
         if spec.data_dir and not data.is_dir():
             raise _bad(f"not a directory: {data}", "dataDir", source)
         trace_file = data / f"openb_pod_list_{spec.trace}.csv"

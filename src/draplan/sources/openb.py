@@ -245,6 +245,12 @@ def read_pods(path: str | os.PathLike[str]) -> list[PodRow]:
     return out
 
 
+def openb_dir(data_dir: str | os.PathLike[str]) -> Path:
+    """Where the trace's CSV files are: `<data_dir>/openb` if it exists, else `data_dir`."""
+    nested = Path(data_dir) / "openb"
+    return nested if nested.is_dir() else Path(data_dir)
+
+
 def trace_path(trace: str, data_dir: str | os.PathLike[str]) -> Path:
     """A pod list: `trace` itself if it is a file, else `<data_dir>/openb_pod_list_<trace>.csv`."""
     if os.path.isfile(trace):

@@ -988,3 +988,15 @@ def test_a_relabelled_node_sees_the_slices_its_new_labels_select() -> None:
     )
     state.add_node(labelled)
     assert [p.id for p in state.pools_for_node(state.nodes[NODE])] == [(DRIVER, "rack-a")]
+
+
+def test_changed_since_names_the_nodes_the_log_names() -> None:
+    state = ClusterState.from_objects([node("a"), node("b")])
+    assert state.changed_since(-1) is None  # nothing seen yet: every node
+    cursor = len(state.change_log)
+    assert state.changed_since(cursor) == []
+    state.add_node(node("c"))
+    state.add_node(node("a"))
+    assert state.changed_since(cursor) == ["a", "c"]
+    state.add_slice(rslice("shared", [device("d")], pool="p", node_name=""))
+    assert state.changed_since(cursor) is None  # a cluster-wide change

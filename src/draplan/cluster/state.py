@@ -375,6 +375,14 @@ class ClusterState:
         self.node_version[node_name] = next(self._clock)
         self.change_log.append(node_name)
 
+    def changed_since(self, cursor: int) -> list[str] | None:
+        """The nodes the change log names from `cursor` on, sorted; None when every node may
+        have changed (a cluster-wide change, or a cursor of -1: nothing seen yet)."""
+        if cursor < 0:
+            return None
+        tail = self.change_log[cursor:]
+        return None if "*" in tail else sorted(set(tail))
+
     def version(self, node_name: str) -> tuple[int, int]:
         return (self.node_version.get("*") or 0, self.node_version.get(node_name) or 0)
 

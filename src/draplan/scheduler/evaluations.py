@@ -504,8 +504,8 @@ class Evaluator:
         if state is not self._state:
             self.reset(state)
         ev = self.of(cycle, pod)
-        log = state.change_log
-        if ev.cursor < 0 or "*" in log[ev.cursor :]:
+        changed = state.changed_since(ev.cursor)
+        if changed is None:
             todo = list(state.nodes.keys())
             ev.evals.clear()
             ev.heap.clear()
@@ -518,8 +518,8 @@ class Evaluator:
             ev.slot.clear()
             ev.tops.clear()
         else:
-            todo = sorted(set(log[ev.cursor :]))
-        ev.cursor = len(log)
+            todo = changed
+        ev.cursor = len(state.change_log)
         everywhere = state.version("*")[0]  # read once: every node's version starts with it
         for name in todo:
             self._refresh_node(state, cycle, pod, ev, name, everywhere)

@@ -167,14 +167,12 @@ class Recorder:
     def _refresh(self) -> None:
         """Measure the nodes changed since the last call, then the cluster's sums."""
         state = self.state
-        log = state.change_log
-        if self.cursor == len(log):
+        if self.cursor == len(state.change_log):
             return
-        if self.cursor < 0 or "*" in log[self.cursor :]:
+        names = state.changed_since(self.cursor)
+        if names is None:
             names = sorted(set(state.nodes.keys()) | set(self.samples))
-        else:
-            names = sorted(set(log[self.cursor :]))
-        self.cursor = len(log)
+        self.cursor = len(state.change_log)
         meter = self.meter
         for name in names:
             node = state.nodes.get(name)

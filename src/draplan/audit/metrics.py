@@ -37,9 +37,7 @@ from draplan.cluster.fragmentation import (
     FragmentationCache,
     Shape,
     Workload,
-    node_devices,
-    node_free,
-    node_room,
+    node_stranding,
     pod_shape,
 )
 from draplan.cluster.podresources import is_terminal
@@ -244,13 +242,11 @@ class _Collector:
             return  # no pod asks for the class: its free capacity is idle, not stranded
         measure = FragmentationCache(workload)
         for name, node in sorted(state.nodes.items()):
-            devices = node_devices(state, node, dc, unit)
-            if not devices:
+            measured = node_stranding(state, node, dc, unit, measure)
+            if measured is None:
                 continue
-            free = node_free(*node_room(state, node), (d for _, d in devices))
+            devices, free, frag, total = measured
             idle = sum(d.free for d in free.devices) / NANO
-            frag = measure(free)
-            total = sum(_units(v, unit) for v, _ in devices)
             price = self.price.get(name)
             cost = price * frag / total if price is not None and total else None
             for t in [*self.scopes(name), self.m.device_classes[class_name]]:
@@ -296,11 +292,6 @@ def _counter_use(state: ClusterState, pool: Pool) -> dict[str, float]:
             used = state.counter_used(pool.id, (cset, cname)) / total
             fractions.setdefault(cset, []).append(used)
     return {cset: sum(f) / len(f) for cset, f in fractions.items()}
-
-
-def _units(view: DeviceView, unit: str) -> float:
-    total = view.capacity.get(unit) if unit else None
-    return (total if total is not None else NANO) / NANO
 
 
 def _pod_shape(

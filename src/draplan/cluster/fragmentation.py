@@ -435,6 +435,40 @@ def node_room(state: ClusterState, node: Node) -> tuple[int, int]:
     return cpu, memory
 
 
+def device_units(view: DeviceView, capacity: str) -> float:
+    """How many whole devices' worth of the measured capacity the device has (1 for a
+    device measured whole or without that capacity)."""
+    total = view.capacity.get(capacity) if capacity else None
+    return (total if total is not None else NANO) / NANO
+
+
+class NodeStranding(NamedTuple):
+    """A node's devices of a class with their free state, the node's NodeFree, F_n(M) and
+    the devices' capacity in device units (`device_units`)."""
+
+    devices: list[tuple[DeviceView, DeviceFree]]
+    free: NodeFree
+    fragmentation: float
+    units: float
+
+
+def node_stranding(
+    state: ClusterState,
+    node: Node,
+    device_class: DeviceClass,
+    capacity: str,
+    measure: FragmentationCache,
+) -> NodeStranding | None:
+    """The node measured against `measure`'s typical pods; None if it has no device of the
+    class."""
+    devices = node_devices(state, node, device_class, capacity)
+    if not devices:
+        return None
+    free = node_free(*node_room(state, node), (d for _, d in devices))
+    units = sum(device_units(v, capacity) for v, _ in devices)
+    return NodeStranding(devices, free, measure(free), units)
+
+
 def pod_shape(
     pod: Pod,
     claims: Sequence[ResourceClaim],

@@ -26,15 +26,14 @@ from draplan.api.resource_v1 import (
     ResourceClaimTemplate,
 )
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
-from draplan.cluster.devices import NANO, DeviceView
+from draplan.cluster.devices import DeviceView
 from draplan.cluster.fragmentation import (
     DeviceKinds,
     FragmentationCache,
     Shape,
     Workload,
     node_devices,
-    node_free,
-    node_room,
+    node_stranding,
     pod_shape,
 )
 from draplan.cluster.state import ClusterState, key_of
@@ -78,8 +77,6 @@ def _class_views(state: ClusterState) -> dict[str, list[DeviceView]]:
     out: dict[str, list[DeviceView]] = {}
     with state.forked():
         for _, pool in sorted(state.node_pools.items()):
-            if pool.spec.template is None and not pool.spec.from_node:
-                continue
             name, labels = NodeNamer(state, pool).next()
             add_new_node(state, make_node(state, pool, name, labels))
         for cname, dc in sorted(state.device_classes.items()):
@@ -129,13 +126,9 @@ class StrandedMeter:
         """The node's stranded capacity, in devices."""
         if not self.classes:
             return 0.0
-        cpu, memory = node_room(state, node)
         out = 0.0
         for m in self.classes:
-            devices = node_devices(state, node, m.device_class, m.unit)
-            if not devices:
-                continue
-            capacity = sum((v.capacity.get(m.unit, NANO) if m.unit else NANO) for v, _ in devices)
-            frag = m.measure(node_free(cpu, memory, (d for _, d in devices)))
-            out += frag * NANO * len(devices) / capacity
+            measured = node_stranding(state, node, m.device_class, m.unit, m.measure)
+            if measured is not None:
+                out += measured.fragmentation * len(measured.devices) / measured.units
         return out

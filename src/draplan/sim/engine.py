@@ -201,15 +201,16 @@ class Simulation:
     def _tick(self) -> None:
         # Nothing changed since the last plan: the same plan would come out (upcoming nodes
         # included), so skip it.
-        if self.dirty and self._pending():
-            self._scale_up()
+        pending = self._pending() if self.dirty else None
+        if pending:
+            self._scale_up(pending)
         self.dirty = False
-        self._scale_down()
+        self._scale_down(pending)
         for since in self.unneeded_since.values():
             self._want_tick(since + self.config.scale_down_unneeded)
 
-    def _scale_up(self) -> None:
-        pending = sorted(key_of(p) for p in self._pending())
+    def _scale_up(self, pods: list[Pod]) -> None:
+        pending = sorted(key_of(p) for p in pods)
         with self.state.forked():
             for new, _, _ in self.upcoming.values():
                 add_new_node(self.state, new)  # upcoming nodes count, as in Cluster Autoscaler
@@ -230,9 +231,8 @@ class Simulation:
             if batch:
                 self._push(self.now + delay, READY, batch)
 
-    def _wanted_pools(self) -> set[str]:
+    def _wanted_pools(self, pending: list[Pod]) -> set[str]:
         """Pools whose empty nodes some pending pod could use: their idle nodes are kept."""
-        pending = self._pending()
         if not pending:
             return set()
         planner = self.autoscaler.planner(self.state)
@@ -242,7 +242,9 @@ class Simulation:
             if planner.helpable(self.state, pool, pending)
         }
 
-    def _scale_down(self) -> None:
+    def _scale_down(self, pending: list[Pod] | None) -> None:
+        """Remove nodes idle for long enough; `pending` as _pending() gives it (None: not
+        read yet; planning in a fork leaves the pods as they were)."""
         nodes = self.state.nodes
         pooled = {
             name: node.metadata.labels[POOL_LABEL]
@@ -257,7 +259,7 @@ class Simulation:
             del self.unneeded_since[name]
         if not idle:
             return
-        wanted = self._wanted_pools()
+        wanted = self._wanted_pools(self._pending() if pending is None else pending)
         members = Counter(pooled.values())
         for name in idle:
             pool_name = pooled[name]

@@ -115,8 +115,8 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
     if pool.spec.from_node or not _SAFE_NAME.fullmatch(name):
         new = _make_node(state, pool, name, labels)
     elif proto is None or proto.pool is not pool:
-        new = _make_node(state, pool, name, labels)
         template, docs = _documents(state, pool)
+        new = _make_node(state, pool, name, labels, (template, docs))
         _PROTOTYPES[id(pool)] = _Prototype(
             pool,
             new.node.spec,
@@ -127,15 +127,7 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
         )
     else:
         docs = msgspec.json.decode(proto.slices.replace(_PLACEHOLDER, name.encode()))
-        node = Node(
-            metadata=ObjectMeta(
-                name=name,
-                labels=_labels(proto.labels, pool, name, labels),
-                annotations=proto.annotations,
-            ),
-            spec=proto.spec,
-            status=proto.status,
-        )
+        node = _node(pool, name, labels, proto.labels, proto.annotations, proto.spec, proto.status)
         new = NewNode(node, tuple(convert(d, ResourceSlice) for d in docs))
     if len(_MADE) > 65536:
         _MADE.clear()
@@ -146,15 +138,31 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
 _PLACEHOLDER = NODE_NAME_PLACEHOLDER.encode()
 
 
-def _labels(
-    template: dict[str, str], pool: NodePool, name: str, extra: dict[str, str]
-) -> dict[str, str]:
-    return {
-        **template,
-        "kubernetes.io/hostname": name,
-        POOL_LABEL: pool.metadata.name,
-        **extra,
-    }
+def _node(
+    pool: NodePool,
+    name: str,
+    extra: dict[str, str],
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    spec: NodeSpec,
+    status: NodeStatus,
+) -> Node:
+    """The Node called `name`: the template's labels, then its hostname and pool, then the
+    `extra` (topology) labels."""
+    return Node(
+        metadata=ObjectMeta(
+            name=name,
+            labels={
+                **labels,
+                "kubernetes.io/hostname": name,
+                POOL_LABEL: pool.metadata.name,
+                **extra,
+            },
+            annotations=annotations,
+        ),
+        spec=spec,
+        status=status,
+    )
 
 
 def _documents(state: ClusterState, pool: NodePool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -184,17 +192,24 @@ def _documents(state: ClusterState, pool: NodePool) -> tuple[dict[str, Any], lis
     return template, docs
 
 
-def _make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
-    template, docs = _documents(state, pool)
+def _make_node(
+    state: ClusterState,
+    pool: NodePool,
+    name: str,
+    labels: dict[str, str],
+    documents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
+) -> NewNode:
+    """The node decoded and validated in full, from `documents` (`_documents`) if given."""
+    template, docs = documents if documents is not None else _documents(state, pool)
     meta = template.get("metadata", {})
-    node = Node(
-        metadata=ObjectMeta(
-            name=name,
-            labels=_labels(meta.get("labels", {}), pool, name, labels),
-            annotations=meta.get("annotations", {}),
-        ),
-        spec=convert(template.get("spec", {}), NodeSpec),
-        status=convert(template.get("status", {}), NodeStatus),
+    node = _node(
+        pool,
+        name,
+        labels,
+        meta.get("labels", {}),
+        meta.get("annotations", {}),
+        convert(template.get("spec", {}), NodeSpec),
+        convert(template.get("status", {}), NodeStatus),
     )
     slices = []
     for i, doc in enumerate(docs):

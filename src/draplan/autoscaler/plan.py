@@ -243,16 +243,7 @@ class Autoscaler:
         wanted = {key_of(p) for p in waiting}
         full = []
         for pool in planner.pools:
-            room = max(
-                0,
-                pool.spec.max_nodes
-                - sum(
-                    1
-                    for n in state.nodes.values()
-                    if n.metadata.labels.get("draplan.io/node-pool") == pool.metadata.name
-                ),
-            )
-            option = planner.simulate(state, pool, room, waiting)
+            option = planner.simulate(state, pool, waiting)
             if option is not None and wanted <= set(option.pods):
                 full.append(option)
         return choose(full, self.expanders) if full else None

@@ -30,7 +30,7 @@ from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims, requested_devices
-from draplan.scheduler.gangs import Gang, find_gangs
+from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 
 MICRO = 1_000_000  # prices are summed in micro-dollars per hour, so equal plans tie exactly
 # Limits of the exact choice (about a second at most; beyond them the class-by-class choice):
@@ -78,6 +78,16 @@ class Capacity:
     pods: int  # how many of its pods the scheduler placed there, one after another
     exact: bool  # a pod was refused (else the class ran out of pods first)
     waste: float  # least-waste of that node
+
+
+@dataclass(frozen=True)
+class _GangUnit:
+    """A gang's pending members as the planner weighs them against each pool."""
+
+    gang: Gang
+    classes: list[PodClass]
+    keys: set[ObjectKey]
+    pinned: str | None  # the domain its running members fix (the first in member order)
 
 
 @dataclass(frozen=True)
@@ -234,24 +244,32 @@ class ScaleUpPlanner:
                     if out[i] is not None:
                         continue
                     with state.forked():
-                        placed = 0
-                        for pod in cls.pods:
-                            if self.quiet.schedule_pod(state, pod, [name]).node is None:
-                                break
-                            placed += 1
+                        placed = self._place_while_taken(state, name, cls.pods, cls.count)
                         used = waste(state, [state.nodes[name]]) if placed else 1.0
                     cap = Capacity(placed, placed < cls.count, used)
                     self.capacities[pool.metadata.name, cls.shape] = cap
                     out[i] = cap
         return [c for c in out if c is not None]
 
+    def _place_while_taken(
+        self, state: ClusterState, name: str, pods: Sequence[Pod], limit: int
+    ) -> int:
+        """Place the first `limit` of `pods` on the probe node `name`, one after another, until
+        the scheduler refuses one; how many it took."""
+        placed = 0
+        while (
+            placed < limit and self.quiet.schedule_pod(state, pods[placed], [name]).node is not None
+        ):
+            placed += 1
+        return placed
+
     def helpable(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> list[Pod]:
         """Pods that would fit alone on one empty node of `pool` (gangs ignored)."""
         out = []
         for cls in self.classes(state, pods):
-            hit = self.capacities.get((pool.metadata.name, cls.shape))
-            if hit is None:
-                [hit] = self.capacity(state, pool, [PodClass(cls.shape, cls.pods[:1], cls.size)])
+            # A known capacity is returned whatever the class's count (it is never 0 pods
+            # without a refusal); else the node is probed with one pod.
+            [hit] = self.capacity(state, pool, [PodClass(cls.shape, cls.pods[:1], cls.size)])
             if hit.pods:
                 out.extend(cls.pods)
         return sorted(out, key=key_of)
@@ -310,8 +328,13 @@ class ScaleUpPlanner:
         """All of the gang on new nodes of one pool (in one domain), or nothing and why."""
         options = []
         why = []
+        # What does not depend on the pool: the members' classes, keys and pinned domain.
+        classes = self.classes(state, members)
+        keys = {key_of(p) for p in members}
+        pinned = pinned_domains(state, gang, keys)
+        unit = _GangUnit(gang, classes, keys, pinned[0] if pinned else None)
         for pool in self.pools:
-            option, reason = self._gang_option(state, gang, members, pool, budget)
+            option, reason = self._gang_option(state, unit, pool, budget)
             if option is not None:
                 options.append(option)
             elif reason:
@@ -330,13 +353,13 @@ class ScaleUpPlanner:
         self._record(plan, best, placed)
 
     def _gang_option(
-        self, state: ClusterState, gang: Gang, members: list[Pod], pool: NodePool, budget: Budget
+        self, state: ClusterState, unit: _GangUnit, pool: NodePool, budget: Budget
     ) -> tuple[Option | None, str]:
         """The gang on new nodes of `pool`, as many as the estimate says (one more while the
         scheduler refuses, within limits), all in one domain; else why not."""
+        gang, classes, keys, pinned = unit.gang, unit.classes, unit.keys, unit.pinned
         name = pool.metadata.name
         need = 0
-        classes = self.classes(state, members)
         for cls, cap in zip(classes, self.capacity(state, pool, classes), strict=True):
             if not cap.pods:
                 return None, ""  # a member does not fit its nodes at all
@@ -363,8 +386,6 @@ class ScaleUpPlanner:
                 else f"cluster limits allow {room} more"
             )
             return None, f"needs {need} nodes{where} of {name}; {cap_text}"
-        keys = {key_of(p) for p in members}
-        pinned = _pinned_domain(state, gang, keys)
         # One class per node is the estimate's worst case; a node or two more covers what it
         # cannot see (say, a member placed apart), and trying more would not end.
         limit = min(limit, need + 2)
@@ -424,16 +445,16 @@ class ScaleUpPlanner:
         if not served:
             return  # no pool takes any of them: they stay pending
         if len(served) < len(classes):
-            classes = [classes[i] for i in served]
-            caps = {(name, served.index(i)): cap for (name, i), cap in caps.items() if i in served}
+            classes, caps = _restrict(classes, caps, served)
         nodes = None
         if self.expanders[0] == "least-cost":
             nodes, limited = self._cheapest(state, classes, caps, budget)
             greedy = None
             if (nodes is None or limited) and len(classes) * len(self.pools) <= MIXED_GREEDY:
-                greedy = self._by_node(state, classes, caps, budget.copy())
+                own = self._own_costs(classes, caps)
+                greedy = self._by_node(state, classes, caps, own, budget.copy())
                 if greedy is not None:
-                    greedy = self._improve(state, classes, caps, budget, greedy)
+                    greedy = self._improve(state, classes, caps, own, budget, greedy)
             if nodes is None or (greedy is not None and _cost(greedy) < _cost(nodes) - 1e-9):
                 nodes = greedy
         if nodes is not None:
@@ -489,14 +510,15 @@ class ScaleUpPlanner:
         state: ClusterState,
         classes: list[PodClass],
         caps: dict[tuple[str, int], Capacity],
+        own: list[float],
         budget: Budget,
     ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
         """Least-cost when the exact choice is out of reach: node by node, the node (a pool
         and the pods the scheduler fits on one template node of it, the dearest pods first)
         whose price is smallest against what its pods would cost on their own, a pod's own
         cost being its cheapest price per pod on a node of one class; repeated while the pods
-        last. None if some pod is left over (the class-by-class choice then says why)."""
-        own = self._own_costs(classes, caps)
+        last. None if some pod is left over (the class-by-class choice then says why). `own`:
+        the pods' own costs (`_own_costs`)."""
         order = sorted(range(len(classes)), key=lambda i: (-own[i], i))
         left = [c.count for c in classes]
         chosen: list[tuple[NodePool, tuple[int, ...]]] = []
@@ -542,13 +564,13 @@ class ScaleUpPlanner:
         state: ClusterState,
         classes: list[PodClass],
         caps: dict[tuple[str, int], Capacity],
+        own: list[float],
         budget: Budget,
         chosen: list[tuple[NodePool, tuple[int, ...]]],
     ) -> list[tuple[NodePool, tuple[int, ...]]]:
         """One step of large-neighbourhood search on a greedy choice: the nodes that serve
-        their pods worst (price against the pods' own cost), as many as the exact choice
+        their pods worst (price against the pods' own cost `own`), as many as the exact choice
         takes at once, chosen again exactly; the new nodes replace them if cheaper."""
-        own = self._own_costs(classes, caps)
 
         def badness(j: int) -> tuple[float, int]:
             pool, content = chosen[j]
@@ -566,10 +588,7 @@ class ScaleUpPlanner:
         if len(taken) < 2:
             return chosen
         dims = [i for i, n in enumerate(left) if n]
-        part = [
-            PodClass(classes[i].shape, classes[i].pods[: left[i]], classes[i].size) for i in dims
-        ]
-        part_caps = {(name, dims.index(i)): cap for (name, i), cap in caps.items() if i in dims}
+        part, part_caps = _restrict(classes, caps, dims, left)
         kept = [c for j, c in enumerate(chosen) if j not in taken]
         room = budget.copy()
         for pool, _ in kept:
@@ -614,11 +633,7 @@ class ScaleUpPlanner:
             for i in order:
                 cap = caps.get((pool.metadata.name, i))
                 limit = min(left[i], cap.pods) if cap is not None else 0
-                while content[i] < limit:
-                    pod = classes[i].pods[content[i]]
-                    if self.quiet.schedule_pod(state, pod, [name]).node is None:
-                        break
-                    content[i] += 1
+                content[i] = self._place_while_taken(state, name, classes[i].pods, limit)
         self._fills[key] = tuple(content)
         return self._fills[key]
 
@@ -764,11 +779,12 @@ class ScaleUpPlanner:
             contents = [c for p, c in chosen if p is pool]
             if not contents:
                 continue
-            per_node: list[list[Pod]] = []
+            per_node: list[list[tuple[bytes, Pod]]] = []
             for content in sorted(contents, reverse=True):
-                pods: list[Pod] = []
+                pods: list[tuple[bytes, Pod]] = []
                 for i, n in enumerate(content):
-                    pods.extend(classes[i].pods[taken[i] : taken[i] + n])
+                    shape = classes[i].shape
+                    pods.extend((shape, p) for p in classes[i].pods[taken[i] : taken[i] + n])
                     taken[i] += n
                 per_node.append(pods)
             self._build(state, pool, per_node, [], plan, budget)
@@ -777,14 +793,15 @@ class ScaleUpPlanner:
         self,
         state: ClusterState,
         pool: NodePool,
-        per_node: list[list[Pod]],
+        per_node: list[list[tuple[bytes, Pod]]],
         batches: list[tuple[PodClass, list[Pod]]],
         plan: ScaleUp,
         budget: Budget,
     ) -> None:
-        """Add nodes of `pool` and let the scheduler place pods on them: `per_node` pods on a
-        node each; then `batches` (and any pod a node refused) one class after another, each
-        pod on the first new node that takes it, a new node when none does.
+        """Add nodes of `pool` and let the scheduler place pods on them: `per_node` pods (each
+        with its class's shape) on a node each; then `batches` (and any pod a node refused)
+        one class after another, each pod on the first new node that takes it, a new node when
+        none does.
 
         A node that refused a pod of the class is not asked again (it only gets fuller), nor
         is any node identical to it: same domain and the same pods, counted per shape."""
@@ -815,13 +832,13 @@ class ScaleUpPlanner:
             held[name][shape] = held[name].get(shape, 0) + 1
             return True
 
-        for pods in per_node:
+        for content in per_node:
             if budget.room(pool) <= 0:
-                refused.extend(pods)
+                refused.extend(pod for _, pod in content)
                 continue
             name = add()
-            for pod in pods:
-                if not place(pod, self.scheduler.shape_of(state, pod), name):
+            for shape, pod in content:
+                if not place(pod, shape, name):
                     refused.append(pod)
         if refused:
             batches = [*batches, *((c, c.pods) for c in self.classes(state, refused))]
@@ -869,14 +886,12 @@ class ScaleUpPlanner:
 
     # --- one pool on its own ---------------------------------------------------------------
 
-    def simulate(
-        self, state: ClusterState, pool: NodePool, room: int, pods: list[Pod]
-    ) -> Option | None:
-        """What adding nodes of `pool` (up to `room`) alone does for `pods`; `state` is kept."""
-        if room <= 0:
+    def simulate(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> Option | None:
+        """What adding nodes of `pool` (up to its maxNodes, no cluster-wide limits) alone does
+        for `pods`; `state` is kept."""
+        budget = Budget(state, [pool], Limits(), 0.0)
+        if budget.room(pool) <= 0:
             return None
-        budget = Budget(state, [], Limits(), 0.0)
-        budget.pool_room[pool.metadata.name] = room
         classes = self.classes(state, pods)
         plan = ScaleUp()
         with state.forked():
@@ -892,18 +907,22 @@ def _size(state: ClusterState, pod: Pod) -> tuple[int, int]:
     return devices, pod_requests(pod).get("cpu", 0)
 
 
-def _pinned_domain(state: ClusterState, gang: Gang, pending: set[ObjectKey]) -> str | None:
-    """The domain of the gang's members already running: the rest must join them."""
-    if gang.topology is None:
-        return None
-    for member in gang.members:
-        pod = state.pods.get(member)
-        if member in pending or pod is None or not pod.spec.node_name:
-            continue
-        node = state.nodes.get(pod.spec.node_name)
-        if node is not None and gang.topology.key in node.metadata.labels:
-            return node.metadata.labels[gang.topology.key]
-    return None
+def _restrict(
+    classes: Sequence[PodClass],
+    caps: dict[tuple[str, int], Capacity],
+    keep: list[int],
+    counts: Sequence[int] | None = None,
+) -> tuple[list[PodClass], dict[tuple[str, int], Capacity]]:
+    """The classes numbered `keep` (ascending), each cut to its first `counts[i]` pods when
+    `counts` is given, with their capacities renumbered 0, 1, … in that order."""
+    index = {i: n for n, i in enumerate(keep)}
+    if counts is None:
+        part = [classes[i] for i in keep]
+    else:
+        part = [
+            PodClass(classes[i].shape, classes[i].pods[: counts[i]], classes[i].size) for i in keep
+        ]
+    return part, {(name, index[i]): cap for (name, i), cap in caps.items() if i in index}
 
 
 def _cost(nodes: Sequence[tuple[NodePool, tuple[int, ...]]]) -> float:

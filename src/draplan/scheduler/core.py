@@ -7,9 +7,7 @@ Preemption is out of scope.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 
@@ -19,7 +17,7 @@ from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator
 from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
-from draplan.scheduler.gangs import Gang, find_gangs
+from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
@@ -254,13 +252,10 @@ class Scheduler:
             value = node.metadata.labels.get(key)
             if value is not None:
                 domains.setdefault(value, []).append(name)
-        used = {
-            state.pods[m].spec.node_name
-            for m in gang.members
-            if m in state.pods and state.pods[m].spec.node_name
-        }
-        if used:  # members already running pin the domain
-            domains = {d: ns for d, ns in domains.items() if used & set(ns)}
+        pinned = pinned_domains(state, gang)
+        if pinned is not None:  # members already running pin the domain
+            keep = set(pinned)
+            domains = {d: ns for d, ns in domains.items() if d in keep}
         total = len(state.nodes)
         fits: list[tuple[tuple[int, int], str]] = []
         for value, nodes in domains.items():
@@ -311,10 +306,8 @@ class Scheduler:
         self,
         state: ClusterState,
         only: set[ObjectKey] | None = None,
-        order: Callable[[Pod], Any] | None = None,
     ) -> list[PodResult]:
-        """Schedule every pending pod (or those in `only`) in queue order, or in `order` (the
-        autoscaler's estimator packs big pods first); gangs as units."""
+        """Schedule every pending pod (or those in `only`) in queue order; gangs as units."""
         classes, default = priority_table(state)
         gangs = find_gangs(state) if self.gangs else {}
         pending = [
@@ -322,7 +315,7 @@ class Scheduler:
             for p in state.pods.values()
             if not p.spec.node_name and not is_terminal(p) and (only is None or key_of(p) in only)
         ]
-        pending.sort(key=order or (lambda p: sort_key(p, classes, default)))
+        pending.sort(key=lambda p: sort_key(p, classes, default))
         results: list[PodResult] = []
         done: set[tuple[str, ...]] = set()
         for pod in pending:

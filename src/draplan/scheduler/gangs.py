@@ -4,6 +4,7 @@ Kueue's pod-group labels and topology annotations."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Pod
@@ -148,3 +149,26 @@ def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
         for pkey, _ in members:
             out[pkey] = gang
     return out
+
+
+def pinned_domains(
+    state: ClusterState, gang: Gang, skip: Collection[ObjectKey] = ()
+) -> list[str] | None:
+    """The topology domains of the gang's members already running (those not in `skip`), in
+    member order: the rest must join them. None when no member runs (or the gang has no
+    topology); a list without the domain of a member whose node lacks the label, so it can be
+    empty (pinned, yet to no domain)."""
+    if gang.topology is None:
+        return None
+    key = gang.topology.key
+    running = False
+    out: list[str] = []
+    for member in gang.members:
+        pod = state.pods.get(member)
+        if member in skip or pod is None or not pod.spec.node_name:
+            continue
+        running = True
+        node = state.nodes.get(pod.spec.node_name)
+        if node is not None and key in node.metadata.labels:
+            out.append(node.metadata.labels[key])
+    return out if running else None

@@ -124,11 +124,8 @@ class Scheduler:
             if candidates is None:
                 # Every node has an entry after refresh (len(state.nodes) would walk them).
                 reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals))
-            elif not evaluator.explain_failures:
-                reason = FitReason(f"0/{len(candidates)} nodes are available.")
             else:
-                evaluator.explain(state, cycle, info, ev, candidates, sample=3)
-                reason = fit_error(len(candidates), Evaluator.failures(ev, candidates))
+                reason = evaluator.fit_error_among(state, cycle, info, ev, candidates)
             return PodResult(info.key, pod, reason=reason)
         return self._bind(state, cycle, info, chosen, ev.evals[chosen].details)
 

@@ -48,7 +48,7 @@ from draplan.cluster.state import ClusterState, ObjectKey, SharedUse, key_of
 from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
-from draplan.scheduler.reasons import FitReason, aggregate, tally
+from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
 
 HOSTNAME = "kubernetes.io/hostname"
 # Score plugins that read DynamicResources' allocation (the devices chosen on this node).
@@ -787,6 +787,20 @@ class Evaluator:
                 if len(evidence) >= SAMPLE:
                     break
         return aggregate(total, ev.printed, ev.codes, evidence)
+
+    def fit_error_among(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        candidates: list[str],
+    ) -> FitReason:
+        """`fit_error` over `candidates` only (counted from their statuses)."""
+        if not self.explain_failures:
+            return FitReason(f"0/{len(candidates)} nodes are available.")
+        self.explain(state, cycle, pod, ev, candidates, sample=SAMPLE)
+        return fit_error(len(candidates), self.failures(ev, candidates))
 
     @staticmethod
     def failures(ev: ShapeEvaluations, only: list[str] | None = None) -> dict[str, Status]:

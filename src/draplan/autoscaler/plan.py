@@ -363,6 +363,7 @@ class Autoscaler:
             return plan
         gangs = find_gangs(state) if self.scheduler.gangs else {}
         judged: dict[ObjectKey, PodResult] = {}
+        planner = self.planner(state)  # for what the pools could do, one for every pod
         for pod in still:
             key = key_of(pod)
             gang = gangs.get(key)
@@ -375,19 +376,20 @@ class Autoscaler:
                         judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
             result = judged.get(key)
             reason = result.reason if result is not None else None
-            plan.pending.append((key, reason, self._pool_reason(state, pod, refused.get(key))))
+            why = refused.get(key)
+            plan.pending.append((key, reason, _pool_reason(state, planner, pod, why)))
         return plan
 
-    def _pool_reason(self, state: ClusterState, pod: Any, why: str | None) -> str:
-        """What the node pools can or cannot do for a pod that still pends (`why`: what the
-        planner found for its gang)."""
-        if not state.node_pools:
-            return ""
-        planner = self.planner(state)
-        helping = [p.metadata.name for p in planner.pools if planner.helpable(state, p, [pod])]
-        if not helping:
-            return "no NodePool can fit this pod on a new node"
-        return (
-            f"pools that could host it alone: {', '.join(helping)}; not added (limits, "
-            f"gang or topology constraints){': ' + why if why else ''}"
-        )
+
+def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None) -> str:
+    """What the node pools can or cannot do for a pod that still pends (`why`: what the
+    planner found for its gang)."""
+    if not state.node_pools:
+        return ""
+    helping = [p.metadata.name for p in planner.pools if planner.helpable(state, p, [pod])]
+    if not helping:
+        return "no NodePool can fit this pod on a new node"
+    return (
+        f"pools that could host it alone: {', '.join(helping)}; not added (limits, "
+        f"gang or topology constraints){': ' + why if why else ''}"
+    )

@@ -21,9 +21,9 @@ from draplan.allocator import Reason, allocate
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.audit.moves import MAX_MOVED, Mover, label
 from draplan.audit.pools import PoolAdvisor
 from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
+from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.podresources import PODS, Resources, is_terminal, node_allocatable
 from draplan.cluster.podresources import pod_requests as requests_of

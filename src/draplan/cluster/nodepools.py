@@ -1,0 +1,63 @@
+"""Which pool a node belongs to, and what it costs per hour.
+
+One rule for every command (metrics, why's move ranking, scale-down, the simulator): a node
+belongs to the NodePool its `draplan.io/node-pool` label names, else to the NodePool it is the
+`fromNode` of, else to the NodePool named by its provider's node-group label. With no NodePool
+to match, the provider label's value itself names the node's pool, so clusters without NodePools
+still group their nodes as their autoscaler does.
+"""
+
+from __future__ import annotations
+
+from draplan.api.core_v1 import Node
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.cluster.state import ClusterState
+
+POOL_LABEL = "draplan.io/node-pool"
+# A node's own price, for nodes no NodePool prices (e.g. set by a cost exporter).
+PRICE_LABEL = "draplan.io/price-per-hour"
+# Node-group labels of Karpenter, EKS managed node groups and GKE node pools; the instance
+# type last, since it groups nodes of one shape when nothing better names the group.
+PROVIDER_POOL_LABELS = (
+    "karpenter.sh/nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "cloud.google.com/gke-nodepool",
+    "node.kubernetes.io/instance-type",
+)
+
+
+def node_pool(state: ClusterState, node: Node) -> NodePool | None:
+    """The NodePool `node` belongs to, if any."""
+    labels = node.metadata.labels
+    named = state.node_pools.get(labels.get(POOL_LABEL, ""))
+    if named is not None:
+        return named
+    for pool in state.node_pools.values():
+        if pool.spec.from_node == node.metadata.name:
+            return pool
+    for key in PROVIDER_POOL_LABELS:
+        pool = state.node_pools.get(labels.get(key, ""))
+        if pool is not None:
+            return pool
+    return None
+
+
+def pool_name(state: ClusterState, node: Node) -> str:
+    """The name of the node's pool: its NodePool's, else its provider label's; "" if none."""
+    pool = node_pool(state, node)
+    if pool is not None:
+        return pool.metadata.name
+    labels = node.metadata.labels
+    return next((labels[k] for k in (POOL_LABEL, *PROVIDER_POOL_LABELS) if labels.get(k)), "")
+
+
+def price_per_hour(state: ClusterState, node: Node) -> float | None:
+    """The node's price: its NodePool's, else its price label; None when nothing says."""
+    pool = node_pool(state, node)
+    if pool is not None:
+        return float(pool.spec.price_per_hour)
+    text = node.metadata.labels.get(PRICE_LABEL, "")
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None

@@ -36,9 +36,9 @@ def node_pool(state: ClusterState, node: Node) -> NodePool | None:
         if pool.spec.from_node == node.metadata.name:
             return pool
     for key in PROVIDER_POOL_LABELS:
-        pool = state.node_pools.get(labels.get(key, ""))
-        if pool is not None:
-            return pool
+        by_label = state.node_pools.get(labels.get(key, ""))
+        if by_label is not None:
+            return by_label
     return None
 
 

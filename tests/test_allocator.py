@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from draplan.allocator import AllocationError, Options, Outcome, allocate
 from draplan.allocator.validate import validate_allocation
@@ -1000,3 +1002,118 @@ def test_changed_since_names_the_nodes_the_log_names() -> None:
     assert state.changed_since(cursor) == ["a", "c"]
     state.add_slice(rslice("shared", [device("d")], pool="p", node_name=""))
     assert state.changed_since(cursor) is None  # a cluster-wide change
+
+
+# --- selectors failing at run time: fatal only where the answer depends on them ----------
+
+HEALTHY = f"device.attributes['{DRIVER}'].healthy == true"
+
+
+def healthy_devices(*health: bool | None) -> ResourceSlice:
+    """Devices gpu-0.. with `healthy` set as given (None: no such attribute, a CEL error)."""
+    return rslice(
+        "gpus",
+        [
+            device(f"gpu-{i}") if h is None else device(f"gpu-{i}", healthy=h)
+            for i, h in enumerate(health)
+        ],
+    )
+
+
+@pytest.mark.parametrize("order", ["tight", "first-fit"])
+def test_a_failing_device_the_search_never_reaches_is_not_an_error(order: str) -> None:
+    # Upstream allocates gpu-0 and never evaluates gpu-1 (kubernetes' allocateOne is lazy).
+    state = cluster(healthy_devices(True, None))
+    c = claim("c", request("req-0", selectors=[HEALTHY]))
+    assert picked(run(state, c, order=order)) == ["gpu-0"]
+
+
+def test_first_fit_reaches_a_failing_device_before_a_healthy_one_as_upstream_does() -> None:
+    state = cluster(healthy_devices(None, True))
+    c = claim("c", request("req-0", selectors=[HEALTHY]))
+    with pytest.raises(
+        AllocationError, match=r"selector #0: device gpu\.example\.com/node-1/gpu-0"
+    ):
+        run(state, c, order="first-fit")
+    # tight finds an answer that never needs gpu-0's verdict.
+    assert picked(run(state, c, order="tight")) == ["gpu-1"]
+
+
+def test_tight_raises_only_where_the_failing_device_could_change_the_answer() -> None:
+    state = cluster(healthy_devices(True, None))
+    two = claim("c", request("req-0", 2, selectors=[HEALTHY]))
+    with pytest.raises(AllocationError, match="gpu-1"):
+        run(state, two, order="tight")  # gpu-1 healthy would make it fit
+    three = claim("c", request("req-0", 3, selectors=[HEALTHY]))
+    assert code(run(state, three, order="tight")) == "InsufficientDevices"
+    with pytest.raises(AllocationError, match="gpu-1"):
+        run(state, three, order="first-fit")  # upstream scans every device before failing
+
+
+@pytest.mark.parametrize("order", ["tight", "first-fit"])
+def test_a_failing_device_in_use_is_skipped_before_its_selector_runs(order: str) -> None:
+    state = cluster(healthy_devices(None, True), allocated("other", "gpu-0"))
+    c = claim("c", request("req-0", selectors=[HEALTHY]))
+    assert picked(run(state, c, order=order)) == ["gpu-1"]
+
+
+@pytest.mark.parametrize("order", ["tight", "first-fit"])
+def test_all_mode_evaluates_every_device_up_front(order: str) -> None:
+    state = cluster(healthy_devices(True, None))
+    c = claim("c", request("req-0", all_devices=True, selectors=[HEALTHY]))
+    with pytest.raises(AllocationError, match="gpu-1"):
+        run(state, c, order=order)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    health=st.lists(st.sampled_from([True, False, None]), min_size=1, max_size=7),
+    busy=st.sets(st.integers(0, 6)),
+    count=st.integers(1, 4),
+)
+def test_lazy_selector_errors_follow_the_documented_rule(
+    health: list[bool | None], busy: set[int], count: int
+) -> None:
+    """first-fit: upstream scans free devices in order, so an error iff a failing device comes
+    before the count-th healthy one. tight: an answer that avoids failing devices if one
+    exists, else an error iff counting them in would fit, else "does not fit"."""
+    clear_caches()
+    in_use = [f"gpu-{i}" for i in sorted(busy) if i < len(health)]
+    objects: list[KubeStruct] = [healthy_devices(*health)]
+    if in_use:
+        objects.append(allocated("other", *in_use))
+    state = cluster(*objects)
+    c = claim("c", request("req-0", count, selectors=[HEALTHY]))
+    free = [(f"gpu-{i}", h) for i, h in enumerate(health) if f"gpu-{i}" not in in_use]
+
+    upstream: list[str] | str = "fail"
+    taken: list[str] = []
+    for name, h in free:
+        if h is None:
+            upstream = "error"
+            break
+        if h:
+            taken.append(name)
+            if len(taken) == count:
+                upstream = taken
+                break
+    healthy = [n for n, h in free if h]
+    tight: list[str] | str = (
+        "fit"
+        if len(healthy) >= count
+        else "error"
+        if len([h for _, h in free if h is not False]) >= count
+        else "fail"
+    )
+    for order, expected in (("first-fit", upstream), ("tight", tight)):
+        if expected == "error":
+            with pytest.raises(AllocationError):
+                run(state, c, order=order)
+            continue
+        outcome = run(state, c, order=order)
+        if expected == "fail":
+            assert not outcome.ok
+        elif expected == "fit":
+            assert set(picked(outcome)) <= set(healthy) and len(picked(outcome)) == count
+        else:
+            assert picked(outcome) == expected

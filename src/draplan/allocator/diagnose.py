@@ -40,7 +40,7 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
     incomplete = invalid = 0
     for pool in search.pools:
         for view in pool.devices:
-            if not search.selectable(spec, view):
+            if not search.matches(spec, view):
                 continue
             if pool.incomplete:
                 incomplete += 1
@@ -125,7 +125,7 @@ def diagnose(search: Search) -> Reason:
     # Each request alone finds a device with room: together they ask more of the shared
     # devices' capacity than is left (multi-allocatable devices are never used up by count).
     shared_capacity = any(
-        search.selectable(spec, v) and v.multi and v.capacity
+        search.matches(spec, v) and v.multi and v.capacity
         for slot in search.slots
         for spec in slot.alternatives
         for p in search.pools

@@ -35,6 +35,14 @@ class _Reject(Exception):
     """A device in an `All` set violates a constraint: fatal upstream (must=true)."""
 
 
+# What the search does with a device whose selector fails at run time (a "mine"). Upstream
+# evaluates selectors lazily, as its search reaches each device (dra-semantics §2.3), so the
+# error is fatal only when the search gets there.
+SKIP_MINES = "skip"  # leave them out: find an answer that never needs their verdict
+MATCH_MINES = "match"  # count them in: could their verdict change the answer?
+RAISE_MINES = "raise"  # upstream's own search order: fatal when reached
+
+
 class Search:
     """One Allocate call: claims on one node against the cluster's ledgers."""
 
@@ -44,8 +52,12 @@ class Search:
         node: Node,
         claims: Sequence[ResourceClaim],
         options: Options,
+        mines: str = SKIP_MINES,
     ) -> None:
         self.state = state
+        self.mine_rule = mines
+        # Per (sub)request, in device order: the selector error of each mine.
+        self.mines: dict[int, dict[DeviceID, AllocationError]] = {}
         self.node = node
         self.claims = tuple(claims)
         self.options = options
@@ -82,6 +94,17 @@ class Search:
 
     def selectable(self, spec: RequestSpec, view: DeviceView) -> bool:
         """Class selectors, then request selectors (§3.4); a CEL error is fatal."""
+        verdict = self.evaluate(spec, view)
+        if isinstance(verdict, AllocationError):
+            raise verdict
+        return verdict
+
+    def matches(self, spec: RequestSpec, view: DeviceView) -> bool:
+        """`selectable`, with a mine counted as not matching (for evidence, never fatal)."""
+        return self.evaluate(spec, view) is True
+
+    def evaluate(self, spec: RequestSpec, view: DeviceView) -> bool | AllocationError:
+        """Class selectors, then request selectors (§3.4); a CEL error is returned."""
         claim = self.claims[spec.claim_index]
         for label, sels in (
             (f"class {spec.device_class.metadata.name}", spec.class_selectors),
@@ -92,8 +115,18 @@ class Search:
                     if not sel.matches(view.cel):
                         return False
                 except CelError as err:
-                    raise AllocationError(f"{label}: selector #{i}: {err}") from None
+                    device = "/".join(view.id)
+                    return AllocationError(f"{label}: selector #{i}: device {device}: {err}")
         return True
+
+    def first_mine(self) -> AllocationError:
+        """The error of the first mine in search order (requests, then devices)."""
+        return next(
+            err
+            for slot in self.slots
+            for spec in slot.alternatives
+            for err in self.mines.get(id(spec), {}).values()
+        )
 
     def _static_fit(self, spec: RequestSpec, view: DeviceView) -> dict[str, int] | bool | None:
         """False if the device can never serve `spec` in this call; else its consumption."""
@@ -147,9 +180,17 @@ class Search:
             for view in pool.devices:
                 if not spec.admin_access and self.state.in_use(view.id):
                     continue  # upstream skips in-use devices before evaluating selectors
-                if self._static_fit(spec, view) is False:
+                verdict = self.evaluate(spec, view)
+                if isinstance(verdict, AllocationError):
+                    self.mines.setdefault(id(spec), {})[view.id] = verdict
+                    if self.mine_rule == SKIP_MINES:
+                        continue
+                    if self.mine_rule == RAISE_MINES:
+                        out.append(view)  # upstream evaluates before any other check
+                        continue
+                elif not verdict:
                     continue
-                if self.selectable(spec, view):
+                if self._static_fit(spec, view) is not False:
                     out.append(view)
         return out
 
@@ -349,7 +390,9 @@ class Search:
     def run(self, pos: int = 0) -> bool:
         if pos == len(self.slots):
             return True
-        key = self._memo_key(pos)
+        # Upstream's order has no memory of failed states; it only has to reach the same
+        # devices as upstream does.
+        key = None if self.mine_rule == RAISE_MINES else self._memo_key(pos)
         if key in self.failed:
             return False
         slot = self.slots[pos]
@@ -359,12 +402,15 @@ class Search:
                 continue  # errAllocationResultMaxSizeExceeded: try the next subrequest
             if self._try(pos, spec):
                 return True
-        self.failed.add(key)
+        if key is not None:
+            self.failed.add(key)
         return False
 
     def _try(self, pos: int, spec: RequestSpec) -> bool:
         if spec.all_mode:
             return self._try_all(pos, spec)
+        if self.mine_rule == RAISE_MINES:
+            return self._scan(pos, spec, 0, spec.count)
         cands = [v for v in self.candidates[id(spec)] if not self._busy(spec, v)]
         cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
         cands = [v for v in cands if all(c.admits(v) for c in cons)]
@@ -400,6 +446,29 @@ class Search:
             self.remove(pick)
         return False
 
+    def _scan(self, pos: int, spec: RequestSpec, start: int, k: int) -> bool:
+        """Upstream's allocateOne for one request (§3.3): devices in publish order, each
+        next device after the previous one (1.36's start location), a mine fatal when
+        reached. No pruning, so exactly the devices upstream evaluates are reached."""
+        if k == 0:
+            return self.run(pos + 1)
+        cands = self.candidates[id(spec)]
+        mines = self.mines.get(id(spec), {})
+        for i in range(start, len(cands)):
+            view = cands[i]
+            if self._busy(spec, view):
+                continue
+            mine = mines.get(view.id)
+            if mine is not None:
+                raise mine
+            pick = self.add(spec, view)
+            if pick is None:
+                continue
+            if self._scan(pos, spec, i + 1, k - 1):
+                return True
+            self.remove(pick)
+        return False
+
     def _try_all(self, pos: int, spec: RequestSpec) -> bool:
         devices = self.all_sets[id(spec)]
         if not devices:
@@ -426,11 +495,26 @@ def allocate(
     options: Options | None = None,
 ) -> Outcome:
     """Allocate all `claims` together on `node`, or explain why not. Raises AllocationError for
-    input that is wrong on every node (unknown class, bad CEL, over 32 devices...)."""
-    search = Search(state, node, claims, options or Options())
+    input that is wrong on every node (unknown class, bad CEL, over 32 devices...) and for a
+    selector that fails at run time on a device the answer depends on.
+
+    Which answers depend on such a device: with `first-fit` (and no placement preference),
+    exactly those where upstream's search reaches it. With `tight`, those where leaving the
+    device out finds no allocation but counting it in would: the error is raised only where
+    every valid answer has to evaluate the failing device."""
+    opts = options or Options()
+    search = Search(state, node, claims, opts)
     search.prepare()
     try:
+        if search.mines and opts.device_order == "first-fit" and opts.prefer is None:
+            search = Search(state, node, claims, opts, RAISE_MINES)
+            search.prepare()
         found = search.run()
+        if not found and search.mine_rule == SKIP_MINES and search.mines:
+            optimistic = Search(state, node, claims, opts, MATCH_MINES)
+            optimistic.prepare()
+            if optimistic.run():
+                raise search.first_mine()
     except _Timeout:
         return Outcome(
             reason=Reason(

@@ -59,21 +59,29 @@ from draplan.api.resource_v1 import (
 from draplan.api.scheduling import (
     CoschedulingPodGroup,
     CoschedulingPodGroupSpec,
+    DisruptionMode,
+    Empty,
     GangSchedulingPolicy,
     PodGroupPolicy,
     PodGroupSpecV1Alpha2,
+    PodGroupSpecV1Beta1,
     PodGroupTemplate,
     PodGroupTemplateReference,
+    PodGroupTemplateV1Beta1,
     PodGroupV1Alpha2,
+    PodGroupV1Beta1,
     PriorityClass,
     SchedulingConstraints,
     TopologyConstraint,
     WorkloadPodGroupV1Alpha1,
+    WorkloadReferenceV1Beta1,
     WorkloadSpecV1Alpha1,
     WorkloadSpecV1Alpha2,
+    WorkloadSpecV1Beta1,
     WorkloadTemplateReference,
     WorkloadV1Alpha1,
     WorkloadV1Alpha2,
+    WorkloadV1Beta1,
 )
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import PodResult, Scheduler, build_profile
@@ -539,6 +547,43 @@ def podgroup_v1alpha2(
             scheduling_policy=policy,
             scheduling_constraints=_constraints(topology_key),
         ),
+    )
+
+
+def workload_v1beta1(name: str, template: str, min_count: int, ns: str = NS) -> WorkloadV1Beta1:
+    return WorkloadV1Beta1(
+        metadata=ObjectMeta(name=name, namespace=ns),
+        spec=WorkloadSpecV1Beta1(
+            pod_group_templates=(
+                PodGroupTemplateV1Beta1(
+                    name=template,
+                    scheduling_policy=PodGroupPolicy(
+                        gang=GangSchedulingPolicy(min_count=min_count)
+                    ),
+                    disruption_mode=DisruptionMode(all=Empty()),
+                ),
+            )
+        ),
+    )
+
+
+def podgroup_v1beta1(
+    name: str, min_count: int | None = None, template: tuple[str, str] | None = None, ns: str = NS
+) -> PodGroupV1Beta1:
+    """A v1beta1 PodGroup: its own gang policy (min_count), or a Workload template's."""
+    ref = (
+        WorkloadReferenceV1Beta1(workload_name=template[0], template_name=template[1])
+        if template
+        else None
+    )
+    policy = (
+        PodGroupPolicy(gang=GangSchedulingPolicy(min_count=min_count))
+        if min_count is not None
+        else PodGroupPolicy()
+    )
+    return PodGroupV1Beta1(
+        metadata=ObjectMeta(name=name, namespace=ns),
+        spec=PodGroupSpecV1Beta1(workload_ref=ref, scheduling_policy=policy),
     )
 
 

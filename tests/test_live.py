@@ -25,7 +25,10 @@ import yaml
 from conftest import DATA
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
+from draplan.cluster.state import ClusterState
+from draplan.scheduler.gangs import find_gangs
 from draplan.sources import load_objects
+from draplan.sources.files import load_files
 from draplan.sources.kubeclient import resolve_config, server_label
 from draplan.sources.kubeconvert import to_v1
 from draplan.sources.kuberedact import Redactor
@@ -268,6 +271,41 @@ def test_older_resource_version_is_converted_to_v1(serve: Any, tmp_path: Path) -
         "/apis/resource.k8s.io/v1beta1/resourceslices" in p for _, p, _ in old_server.requests
     )
     assert [encode(o) for o, _ in old.objects] == [encode(o) for o, _ in new.objects]
+
+
+def test_workload_api_negotiates_v1beta1_and_forms_the_same_gangs(
+    serve: Any, tmp_path: Path
+) -> None:
+    """A 1.37 server serves scheduling.k8s.io v1beta1 (v1alpha2 removed): read at that version,
+    the PodGroup takes its gang policy from its Workload template as v1alpha2's did."""
+    beta = read_cluster(
+        LiveOptions(
+            kubeconfig=_kubeconfig(tmp_path, serve("sched-v1beta1", "dra-v1", "common").url)
+        )
+    )
+    alpha = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, serve("dra-v1", "common").url))
+    )
+    kinds = {(o.api_version, o.kind) for o, _ in beta.objects if o.kind in ("Workload", "PodGroup")}
+    assert kinds == {
+        ("scheduling.k8s.io/v1beta1", "Workload"),
+        ("scheduling.k8s.io/v1beta1", "PodGroup"),
+    }
+
+    members = tmp_path / "members.yaml"
+    members.write_text(
+        "\n---\n".join(
+            f"{{apiVersion: v1, kind: Pod, metadata: {{name: w{i}, namespace: ml}}, spec: "
+            "{schedulingGroup: {podGroupName: train-workers}, containers: [{name: c}]}}"
+            for i in range(2)
+        )
+    )
+
+    def gangs(objects: list[Any]) -> set[tuple[str, int, tuple[Any, ...]]]:
+        found = find_gangs(ClusterState.from_objects([*objects, *load_files([str(members)])]))
+        return {(g.label, g.min_count, g.members) for g in found.values()}
+
+    assert gangs(beta.objects) == gangs(alpha.objects) != set()
 
 
 def test_v1beta1_shapes() -> None:

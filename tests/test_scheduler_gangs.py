@@ -34,10 +34,12 @@ from scheduler_builders import (
     device_class,
     devices_in_use,
     podgroup_v1alpha2,
+    podgroup_v1beta1,
     schedule,
     snapshot,
     workload_v1alpha1,
     workload_v1alpha2,
+    workload_v1beta1,
 )
 
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
@@ -67,6 +69,18 @@ def _v1alpha2_template(min_count: int) -> tuple[list[KubeStruct], Callable[[Make
     return objs, lambda p: p.scheduling_group("pg")
 
 
+def _v1beta1(min_count: int) -> tuple[list[KubeStruct], Callable[[MakePod], MakePod]]:
+    return [podgroup_v1beta1("pg", min_count=min_count)], lambda p: p.scheduling_group("pg")
+
+
+def _v1beta1_template(min_count: int) -> tuple[list[KubeStruct], Callable[[MakePod], MakePod]]:
+    objs: list[KubeStruct] = [
+        workload_v1beta1("wl", "tmpl", min_count),
+        podgroup_v1beta1("pg", template=("wl", "tmpl")),
+    ]
+    return objs, lambda p: p.scheduling_group("pg")
+
+
 def _coscheduling(min_count: int) -> tuple[list[KubeStruct], Callable[[MakePod], MakePod]]:
     return [coscheduling_podgroup("pg", min_count)], lambda p: p.pod_group("pg")
 
@@ -79,6 +93,8 @@ APIS = {
     "workload-v1alpha1": _v1alpha1,
     "podgroup-v1alpha2": _v1alpha2,
     "podgroup-v1alpha2-template": _v1alpha2_template,
+    "podgroup-v1beta1": _v1beta1,
+    "podgroup-v1beta1-template": _v1beta1_template,
     "coscheduling": _coscheduling,
 }
 API_IDS = list(APIS)

@@ -31,6 +31,8 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("scheduling.k8s.io/v1alpha1", "Workload"): scheduling.WorkloadV1Alpha1,
     ("scheduling.k8s.io/v1alpha2", "Workload"): scheduling.WorkloadV1Alpha2,
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): scheduling.PodGroupV1Alpha2,
+    ("scheduling.k8s.io/v1beta1", "Workload"): scheduling.WorkloadV1Beta1,
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): scheduling.PodGroupV1Beta1,
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): scheduling.CoschedulingPodGroup,
     ("autoscaling.x-k8s.io/v1", "ProvisioningRequest"): autoscaling.ProvisioningRequest,
     ("draplan.io/v1alpha1", "NodePool"): draplan_v1alpha1.NodePool,

@@ -106,6 +106,103 @@ class PodGroupV1Alpha2(KubeStruct, frozen=True):
     status: PodGroupStatusV1Alpha2 = PodGroupStatusV1Alpha2()
 
 
+# scheduling.k8s.io/v1beta1 (Kubernetes 1.37, GenericWorkload gate, beta): the v1alpha2 shapes
+# plus PodGroup-level claims (DRAWorkloadResourceClaims), disruptionMode and preemptionPolicy;
+# a PodGroup names its template by spec.workloadRef {workloadName, templateName}.
+
+
+class PodGroupResourceClaim(KubeStruct, frozen=True):
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class Empty(KubeStruct, frozen=True):
+    pass
+
+
+class DisruptionMode(KubeStruct, frozen=True):
+    """oneOf single | all (PodGroup defaults to single)."""
+
+    single: Empty | None = None
+    all: Empty | None = None
+
+
+class PodGroupTemplateV1Beta1(PodGroupTemplate, frozen=True):
+    resource_claims: tuple[PodGroupResourceClaim, ...] = ()
+    disruption_mode: DisruptionMode | None = None
+    preemption_policy: str = ""
+
+
+class CompositeGangSchedulingPolicy(KubeStruct, frozen=True):
+    min_group_count: int
+
+
+class CompositePodGroupPolicy(KubeStruct, frozen=True):
+    basic: Empty | None = None
+    gang: CompositeGangSchedulingPolicy | None = None
+
+
+class CompositePodGroupTemplate(KubeStruct, frozen=True):
+    """CompositePodGroup gate (alpha in 1.37): a tree of pod group templates. Read so that
+    such Workloads load; its groups are scheduled by their own PodGroups."""
+
+    name: str
+    scheduling_policy: CompositePodGroupPolicy = CompositePodGroupPolicy()
+    scheduling_constraints: SchedulingConstraints | None = None
+    pod_group_templates: tuple[PodGroupTemplateV1Beta1, ...] = ()
+    composite_pod_group_templates: tuple[CompositePodGroupTemplate, ...] = ()
+
+
+class WorkloadSpecV1Beta1(KubeStruct, frozen=True):
+    controller_ref: TypedLocalObjectReference | None = None
+    pod_group_templates: tuple[PodGroupTemplateV1Beta1, ...] = ()
+    composite_pod_group_templates: tuple[CompositePodGroupTemplate, ...] = ()
+
+
+class WorkloadV1Beta1(KubeStruct, frozen=True):
+    api_version: str = "scheduling.k8s.io/v1beta1"
+    kind: str = "Workload"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: WorkloadSpecV1Beta1 = WorkloadSpecV1Beta1()
+
+
+class WorkloadReferenceV1Beta1(KubeStruct, frozen=True):
+    workload_name: str
+    template_name: str
+
+
+class PodGroupSpecV1Beta1(KubeStruct, frozen=True):
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReferenceV1Beta1 | None = None
+    scheduling_policy: PodGroupPolicy = PodGroupPolicy()
+    scheduling_constraints: SchedulingConstraints | None = None
+    resource_claims: tuple[PodGroupResourceClaim, ...] = ()
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str = ""
+
+
+class PodGroupV1Beta1(KubeStruct, frozen=True):
+    api_version: str = "scheduling.k8s.io/v1beta1"
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodGroupSpecV1Beta1 = PodGroupSpecV1Beta1()
+    status: PodGroupStatusV1Alpha2 = PodGroupStatusV1Alpha2()
+
+
+def template_ref(pod_group: PodGroupV1Alpha2 | PodGroupV1Beta1) -> tuple[str, str] | None:
+    """(workload name, template name) a PodGroup was made from, in either version."""
+    if isinstance(pod_group, PodGroupV1Beta1):
+        ref = pod_group.spec.workload_ref
+        return (ref.workload_name, ref.template_name) if ref is not None else None
+    tref = pod_group.spec.pod_group_template_ref
+    if tref is None or tref.workload is None:
+        return None
+    return tref.workload.workload_name, tref.workload.pod_group_template_name
+
+
 # scheduling.x-k8s.io/v1alpha1 (scheduler-plugins coscheduling)
 
 

@@ -459,13 +459,21 @@ def validate_workload_v1alpha1(w: scheduling.WorkloadV1Alpha1) -> None:
             raise fail(f"spec.podGroups[{i}].policy.gang.minCount", "must be at least 1")
 
 
-def validate_workload_v1alpha2(w: scheduling.WorkloadV1Alpha2) -> None:
+def validate_workload_templates(
+    w: scheduling.WorkloadV1Alpha2 | scheduling.WorkloadV1Beta1,
+) -> None:
     for i, group in enumerate(w.spec.pod_group_templates):
         gang = group.scheduling_policy.gang
         if gang is not None and gang.min_count < 1:
             raise fail(
                 f"spec.podGroupTemplates[{i}].schedulingPolicy.gang.minCount", "must be at least 1"
             )
+
+
+def validate_pod_group_v1beta1(pg: scheduling.PodGroupV1Beta1) -> None:
+    gang = pg.spec.scheduling_policy.gang
+    if gang is not None and gang.min_count < 1:
+        raise fail("spec.schedulingPolicy.gang.minCount", "must be at least 1")
 
 
 _VALIDATORS: dict[type, object] = {
@@ -475,7 +483,9 @@ _VALIDATORS: dict[type, object] = {
     core_v1.Pod: validate_pod,
     draplan_v1alpha1.NodePool: validate_node_pool,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
-    scheduling.WorkloadV1Alpha2: validate_workload_v1alpha2,
+    scheduling.WorkloadV1Alpha2: validate_workload_templates,
+    scheduling.WorkloadV1Beta1: validate_workload_templates,
+    scheduling.PodGroupV1Beta1: validate_pod_group_v1beta1,
 }
 
 

@@ -17,8 +17,10 @@ from draplan.api.resource_v1 import DeviceClass, ResourceClaim
 from draplan.api.scheduling import (
     CoschedulingPodGroup,
     PodGroupV1Alpha2,
+    PodGroupV1Beta1,
     WorkloadV1Alpha1,
     WorkloadV1Alpha2,
+    WorkloadV1Beta1,
 )
 from draplan.autoscaler.templates import make_node
 from draplan.cel import CelError, compile_selector
@@ -27,7 +29,14 @@ from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 from draplan.scheduler.gangs import COSCHEDULING_LABEL, KUEUE_GROUP_LABEL
 
-GANG_KINDS = (WorkloadV1Alpha1, WorkloadV1Alpha2, PodGroupV1Alpha2, CoschedulingPodGroup)
+GANG_KINDS = (
+    WorkloadV1Alpha1,
+    WorkloadV1Alpha2,
+    WorkloadV1Beta1,
+    PodGroupV1Alpha2,
+    PodGroupV1Beta1,
+    CoschedulingPodGroup,
+)
 
 
 def _matches(dc: DeviceClass, view: DeviceView) -> bool:

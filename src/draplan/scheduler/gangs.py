@@ -1,5 +1,5 @@
 """Gangs (all-or-nothing pod groups) and their topology constraints, from every API that
-expresses them: Workload v1alpha1 / v1alpha2 + PodGroup, scheduler-plugins' PodGroup, and
+expresses them: Workload v1alpha1 / v1alpha2 / v1beta1 + PodGroup, scheduler-plugins' PodGroup, and
 Kueue's pod-group labels and topology annotations."""
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from draplan.api.scheduling import (
     CoschedulingPodGroup,
     PodGroupPolicy,
     PodGroupV1Alpha2,
+    PodGroupV1Beta1,
     WorkloadV1Alpha1,
     WorkloadV1Alpha2,
+    WorkloadV1Beta1,
+    template_ref,
 )
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 
@@ -73,28 +76,20 @@ def _group_of(
         return key, label, _gang_min(group.policy), _kueue_topology(pod), ""
     sg = pod.spec.scheduling_group
     if sg is not None:
-        key = ("PodGroup/v1alpha2", ns, sg.pod_group_name)
+        key = ("PodGroup", ns, sg.pod_group_name)
         label = f"PodGroup {ns}/{sg.pod_group_name}"
         pg = index.get(key)
-        if not isinstance(pg, PodGroupV1Alpha2):
+        if not isinstance(pg, PodGroupV1Alpha2 | PodGroupV1Beta1):
             return key, label, 0, None, f"podgroup {ns}/{sg.pod_group_name} not found"
         policy, constraints = pg.spec.scheduling_policy, pg.spec.scheduling_constraints
-        tref = pg.spec.pod_group_template_ref
-        if tref is not None and tref.workload is not None:
-            wl = index.get(("Workload/v1alpha2", ns, tref.workload.workload_name))
-            if isinstance(wl, WorkloadV1Alpha2):
-                tmpl = next(
-                    (
-                        t
-                        for t in wl.spec.pod_group_templates
-                        if t.name == tref.workload.pod_group_template_name
-                    ),
-                    None,
-                )
-                if tmpl is not None:
-                    if policy.gang is None and policy.basic is None:
-                        policy = tmpl.scheduling_policy
-                    constraints = constraints or tmpl.scheduling_constraints
+        made_from = template_ref(pg)
+        wl = index.get(("Workload", ns, made_from[0])) if made_from is not None else None
+        if made_from is not None and isinstance(wl, WorkloadV1Alpha2 | WorkloadV1Beta1):
+            tmpl = next((t for t in wl.spec.pod_group_templates if t.name == made_from[1]), None)
+            if tmpl is not None:
+                if policy.gang is None and policy.basic is None:
+                    policy = tmpl.scheduling_policy
+                constraints = constraints or tmpl.scheduling_constraints
         topo = None
         if constraints is not None and constraints.topology:
             topo = TopologyRule(constraints.topology[0].key, True)
@@ -124,10 +119,11 @@ def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
         ns, name = key_of(obj)
         if isinstance(obj, WorkloadV1Alpha1):
             index[("Workload/v1alpha1", ns, name)] = obj
-        elif isinstance(obj, WorkloadV1Alpha2):
-            index[("Workload/v1alpha2", ns, name)] = obj
-        elif isinstance(obj, PodGroupV1Alpha2):
-            index[("PodGroup/v1alpha2", ns, name)] = obj
+        elif isinstance(obj, WorkloadV1Alpha2 | WorkloadV1Beta1):
+            # One resource served in two versions: a cluster holds one object per name.
+            index[("Workload", ns, name)] = obj
+        elif isinstance(obj, PodGroupV1Alpha2 | PodGroupV1Beta1):
+            index[("PodGroup", ns, name)] = obj
         elif isinstance(obj, CoschedulingPodGroup):
             index[("PodGroup/scheduling.x-k8s.io", ns, name)] = obj
     groups: dict[tuple[str, ...], list[tuple[ObjectKey, Pod]]] = {}

@@ -77,9 +77,15 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "PodTemplate", "podtemplates", ("v1",), namespaced=True),
     Resource("scheduling.k8s.io", "PriorityClass", "priorityclasses", ("v1",)),
     Resource(
-        "scheduling.k8s.io", "Workload", "workloads", ("v1alpha2", "v1alpha1"), namespaced=True
+        "scheduling.k8s.io",
+        "Workload",
+        "workloads",
+        ("v1beta1", "v1alpha2", "v1alpha1"),
+        namespaced=True,
     ),
-    Resource("scheduling.k8s.io", "PodGroup", "podgroups", ("v1alpha2",), namespaced=True),
+    Resource(
+        "scheduling.k8s.io", "PodGroup", "podgroups", ("v1beta1", "v1alpha2"), namespaced=True
+    ),
     Resource("scheduling.x-k8s.io", "PodGroup", "podgroups", ("v1alpha1",), namespaced=True),
     Resource(
         "autoscaling.x-k8s.io",

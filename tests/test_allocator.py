@@ -39,6 +39,9 @@ from draplan.api.resource_v1 import (
     DeviceSelector,
     DeviceSubRequest,
     DeviceTaint,
+    DeviceTaintRule,
+    DeviceTaintRuleSpec,
+    DeviceTaintSelector,
     DeviceToleration,
     ExactDeviceRequest,
     ResourceClaim,
@@ -760,6 +763,49 @@ def test_tolerations(toleration: DeviceToleration, expected: set[str]) -> None:
     assert {r.device for r in res} == expected | {"gpu-2"}
     assert all(r.tolerations == (toleration,) for r in res)
     assert not run(state, claim("c", request("r", 2 + len(expected), tolerations=[toleration]))).ok
+
+
+def taint_rule(name: str, effect: str = "NoSchedule", **selector: str) -> DeviceTaintRule:
+    """A DeviceTaintRule; no keyword selects every device, `none=""` sets no selector."""
+    sel = None if "none" in selector else DeviceTaintSelector(**selector)
+    return DeviceTaintRule(
+        metadata=ObjectMeta(name=name),
+        spec=DeviceTaintRuleSpec(
+            device_selector=sel, taint=DeviceTaint(key=f"rule/{name}", effect=effect)
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "blocked"),
+    [
+        (taint_rule("one", device="gpu-0"), {"gpu-0"}),
+        (taint_rule("pool", driver=DRIVER, pool=NODE), {"gpu-0", "gpu-1"}),
+        (taint_rule("other-driver", driver="nic.example.com"), set()),
+        (taint_rule("other-pool", pool="node-2", device="gpu-0"), set()),
+        (taint_rule("empty-selector"), {"gpu-0", "gpu-1"}),
+        (taint_rule("no-selector", none=""), set()),
+        (taint_rule("effect-none", "None", device="gpu-0"), set()),
+        (taint_rule("no-execute", "NoExecute", device="gpu-1"), {"gpu-1"}),
+    ],
+    ids=lambda v: v.metadata.name if isinstance(v, DeviceTaintRule) else None,
+)
+def test_device_taint_rules_taint_the_devices_they_select(
+    rule: DeviceTaintRule, blocked: set[str]
+) -> None:
+    devs = [device("gpu-0"), device("gpu-1")]
+    # The rule comes after the slice in the input: its taints still apply.
+    state = cluster(rslice("s", devs), rule)
+    free = {"gpu-0", "gpu-1"} - blocked
+    outcome = run(state, claim("c", request("r", 2)))
+    if blocked:
+        assert code(outcome) == "Tainted"
+        if free:
+            assert picked(run(state, claim("c", request("r", 1)))) == sorted(free)
+    else:
+        assert picked(outcome) == ["gpu-0", "gpu-1"]
+    tolerated = claim("c", request("r", 2, tolerations=[DeviceToleration(operator="Exists")]))
+    assert picked(run(state, tolerated)) == ["gpu-0", "gpu-1"]
 
 
 # --- pools ---------------------------------------------------------------------------------

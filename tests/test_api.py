@@ -308,6 +308,28 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ]
         },
     },
+    ("resource.k8s.io/v1", "DeviceTaintRule"): {
+        "metadata": {"name": "gpu-0-maintenance"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0"},
+            "taint": {
+                "key": "example.com/maintenance",
+                "value": "firmware",
+                "effect": "NoExecute",
+                "timeAdded": "2026-09-01T10:00:00Z",
+            },
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": "EvictionInProgress",
+                    "status": "False",
+                    "reason": "Completed",
+                    "lastTransitionTime": "2026-09-01T10:05:00Z",
+                }
+            ]
+        },
+    },
     ("scheduling.k8s.io/v1beta1", "Workload"): {
         "metadata": {**NS_META, "name": "llm"},
         "spec": {

@@ -27,6 +27,7 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("resource.k8s.io/v1", "ResourceSlice"): resource_v1.ResourceSlice,
     ("resource.k8s.io/v1", "ResourceClaim"): resource_v1.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): resource_v1.ResourceClaimTemplate,
+    ("resource.k8s.io/v1", "DeviceTaintRule"): resource_v1.DeviceTaintRule,
     ("scheduling.k8s.io/v1", "PriorityClass"): scheduling.PriorityClass,
     ("scheduling.k8s.io/v1alpha1", "Workload"): scheduling.WorkloadV1Alpha1,
     ("scheduling.k8s.io/v1alpha2", "Workload"): scheduling.WorkloadV1Alpha2,

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from draplan.api.core_v1 import NodeSelector
-from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
 GROUP_VERSION = "resource.k8s.io/v1"
@@ -152,6 +152,41 @@ class ResourceSlice(KubeStruct, frozen=True, kw_only=True):
     kind: str = "ResourceSlice"
     metadata: ObjectMeta = ObjectMeta()
     spec: ResourceSliceSpec
+
+
+# --- DeviceTaintRule (KEP-5055; GA in 1.37) -----------------------------------------------
+
+
+class DeviceTaintSelector(KubeStruct, frozen=True):
+    """Every criterion set must match; an empty selector matches every device."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+    def selects(self, driver: str, pool: str, device: str) -> bool:
+        return (
+            (self.driver is None or self.driver == driver)
+            and (self.pool is None or self.pool == pool)
+            and (self.device is None or self.device == device)
+        )
+
+
+class DeviceTaintRuleSpec(KubeStruct, frozen=True, kw_only=True):
+    device_selector: DeviceTaintSelector | None = None  # absent: no device is tainted
+    taint: DeviceTaint
+
+
+class DeviceTaintRuleStatus(KubeStruct, frozen=True):
+    conditions: tuple[Condition, ...] = ()
+
+
+class DeviceTaintRule(KubeStruct, frozen=True, kw_only=True):
+    api_version: str = GROUP_VERSION
+    kind: str = "DeviceTaintRule"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: DeviceTaintRuleSpec
+    status: DeviceTaintRuleStatus = DeviceTaintRuleStatus()
 
 
 # --- ResourceClaim -------------------------------------------------------------------------

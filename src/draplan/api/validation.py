@@ -34,6 +34,8 @@ MAX_COUNTER_SETS = 8
 MAX_COUNTERS_PER_SET = 32
 MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
 MAX_TAINTS = 16
+# KEP-5055: "None" (1.35+) records a taint without effect, e.g. to try a rule before NoExecute.
+DEVICE_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 MAX_TOLERATIONS = 16
 MAX_BINDING_CONDITIONS = 4
 MAX_REQUESTS = 32  # DeviceRequestsMaxSize == AllocationResultsMaxSize
@@ -247,12 +249,25 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         check_node_selector(dev.node_selector, f"{path}.nodeSelector", one_term=True)
     check_max(dev.taints, MAX_TAINTS, f"{path}.taints")
     for j, taint in enumerate(dev.taints):
-        if not taint.key:
-            raise fail(f"{path}.taints[{j}].key", "required value")
+        validate_device_taint(taint, f"{path}.taints[{j}]")
     check_max(dev.binding_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingConditions")
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
+
+
+def validate_device_taint(taint: resource_v1.DeviceTaint, path: str) -> None:
+    if not taint.key:
+        raise fail(f"{path}.key", "required value")
+    if taint.effect not in DEVICE_TAINT_EFFECTS:
+        allowed = ", ".join(f'"{e}"' for e in DEVICE_TAINT_EFFECTS)
+        raise fail(
+            f"{path}.effect", f'Unsupported value: "{taint.effect}": supported values: {allowed}'
+        )
+
+
+def validate_device_taint_rule(rule: resource_v1.DeviceTaintRule) -> None:
+    validate_device_taint(rule.spec.taint, "spec.taint")
 
 
 def validate_request_policy(cap: resource_v1.DeviceCapacity, path: str) -> None:
@@ -482,6 +497,7 @@ _VALIDATORS: dict[type, object] = {
     resource_v1.ResourceClaim: validate_resource_claim,
     core_v1.Pod: validate_pod,
     draplan_v1alpha1.NodePool: validate_node_pool,
+    resource_v1.DeviceTaintRule: validate_device_taint_rule,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
     scheduling.WorkloadV1Alpha2: validate_workload_templates,
     scheduling.WorkloadV1Beta1: validate_workload_templates,

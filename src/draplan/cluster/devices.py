@@ -7,12 +7,15 @@ Quantities become exact integers in nano units (Kubernetes never keeps precision
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import msgspec
+
 from draplan.api.core_v1 import NodeSelectorTerm
 from draplan.api.quantity import Quantity
-from draplan.api.resource_v1 import Device, DeviceCapacity, ResourceSlice
+from draplan.api.resource_v1 import Device, DeviceCapacity, DeviceTaintRule, ResourceSlice
 from draplan.cel import CelDevice, SemverValue
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
@@ -116,12 +119,19 @@ class DeviceView:
         return self.device.capacity.get(name)
 
 
-def device_views(rs: ResourceSlice) -> list[DeviceView]:
-    """The DeviceViews of one slice, in publish order."""
+def device_views(rs: ResourceSlice, rules: Iterable[DeviceTaintRule] = ()) -> list[DeviceView]:
+    """The DeviceViews of one slice, in publish order, with the taints of the DeviceTaintRules
+    that select them added to their own (KEP-5055: the scheduler sees both alike)."""
     spec = rs.spec
     out = []
     per_device = spec.per_device_node_selection is True
+    selectors = [(r.spec.device_selector, r.spec.taint) for r in rules if r.spec.device_selector]
     for dev in spec.devices:
+        ruled = tuple(
+            taint for sel, taint in selectors if sel.selects(spec.driver, spec.pool.name, dev.name)
+        )
+        if ruled:
+            dev = msgspec.structs.replace(dev, taints=(*dev.taints, *ruled))
         if per_device:
             node_name, sel, all_nodes = dev.node_name, dev.node_selector, dev.all_nodes is True
         else:

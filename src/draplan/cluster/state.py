@@ -21,6 +21,7 @@ from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceRequestAllocationResult,
     DeviceSelector,
+    DeviceTaintRule,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
@@ -99,6 +100,8 @@ class ClusterState:
         self.namespaces: dict[str, Namespace] = {}
         self.pod_templates: dict[ObjectKey, PodTemplate] = {}
         self.node_pools: dict[str, NodePool] = {}
+        # Taints applied to the devices they select; given before the slices they apply to.
+        self.taint_rules: dict[str, DeviceTaintRule] = {}
         self.others: list[KubeStruct] = []
         self.origin: dict[tuple[str, ObjectKey], str] = {}
         # Derived indexes of the slices.
@@ -144,6 +147,7 @@ class ClusterState:
         """Index objects (optionally paired with the file they came from)."""
         state = cls()
         claims: list[ResourceClaim] = []
+        slices: list[ResourceSlice] = []
         for item in objects:
             obj, source = item if isinstance(item, tuple) else (item, "")
             kind = getattr(obj, "kind", "")
@@ -167,7 +171,9 @@ class ClusterState:
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
-                state.add_slice(obj)
+                slices.append(obj)
+            elif isinstance(obj, DeviceTaintRule):
+                state.taint_rules[key[1]] = obj
             elif isinstance(obj, DeviceClass):
                 state.device_classes[key[1]] = obj
             elif isinstance(obj, ResourceClaimTemplate):
@@ -180,6 +186,8 @@ class ClusterState:
                 state.node_pools[key[1]] = obj
             else:
                 state.others.append(obj)
+        for rs in slices:
+            state.add_slice(rs)
         for claim in claims:
             state.put_claim(claim)
         return state
@@ -230,7 +238,7 @@ class ClusterState:
             self.remove_slice(name)
         spec = rs.spec
         self.slices[name] = rs
-        views = tuple(device_views(rs))
+        views = tuple(device_views(rs, self.taint_rules.values()))
         self._slice_devices[name] = views
         if spec.node_name:
             self._slices_by_node[spec.node_name] = (

@@ -64,6 +64,8 @@ RESOURCES: tuple[Resource, ...] = (
         RESOURCE_VERSIONS,
         namespaced=True,
     ),
+    # GA in 1.37 (KEP-5055); older clusters' alpha and beta shapes are not read.
+    Resource(RESOURCE_GROUP, "DeviceTaintRule", "devicetaintrules", ("v1",)),
     Resource("", "Node", "nodes", ("v1",)),
     # Finished pods hold nothing; leaving them out is most of a big cluster's pod list.
     Resource(

@@ -14,7 +14,7 @@ from draplan.cluster.state import ClusterState, ObjectKey
 
 # The API server's generateName alphabet (no vowels, no confusable digits).
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_MAX_BASE = 57  # 63 minus a hyphen and five generated characters
+MAX_BASE = 57  # 63 minus a hyphen and five generated characters
 
 
 class ClaimNotFound(Exception):
@@ -26,17 +26,22 @@ def generated_claim_name(pod: Pod, pod_claim: str) -> str:
     the same so the claim name keeps part of each). The suffix is derived from the pod, so the
     same input always gives the same name."""
     base = f"{pod.metadata.name}-{pod_claim}-"
-    if len(base) > _MAX_BASE:
+    if len(base) > MAX_BASE:
         pod_name = pod.metadata.name
         base = (
-            pod_name[: len(pod_name) * _MAX_BASE // len(base)]
+            pod_name[: len(pod_name) * MAX_BASE // len(base)]
             + "-"
-            + pod_claim[: len(pod_claim) * _MAX_BASE // len(base)]
+            + pod_claim[: len(pod_claim) * MAX_BASE // len(base)]
         )
-    digest = hashlib.sha256(
-        f"{pod.metadata.namespace}/{pod.metadata.name}/{pod.metadata.uid}/{pod_claim}".encode()
-    ).digest()
-    return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+    return base + generated_suffix(
+        f"{pod.metadata.namespace}/{pod.metadata.name}/{pod.metadata.uid}/{pod_claim}"
+    )
+
+
+def generated_suffix(seed: str) -> str:
+    """Five generateName characters derived from `seed`: the same input, the same name."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
 
 def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:

@@ -1,5 +1,6 @@
 """DynamicResources: resolve the pod's claims, allocate them on each node with the shared
-allocator, write the allocation to the ledgers in Reserve, roll back in Unreserve."""
+allocator, write the allocation to the ledgers in Reserve, roll back in Unreserve. Extended
+resources a DeviceClass serves are allocated here too, on nodes no device plugin serves them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from draplan.api.resource_v1 import ResourceClaim, ResourceClaimConsumerReferenc
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.extended import class_mapping, extended_claim, mapped_requests
 from draplan.scheduler.framework import (
     SKIP,
     SUCCESS,
@@ -35,6 +37,9 @@ class DraState:
 
     claims: list[ResourceClaim]
     pending: list[ResourceClaim]
+    # Extended resources a DeviceClass serves (KEP-5004), and which class serves each.
+    served: frozenset[str] = frozenset()
+    mapping: dict[str, str] = field(default_factory=dict)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     reserved: list[ResourceClaim | None] = field(default_factory=list)
     written: list[ResourceClaim] = field(default_factory=list)
@@ -67,9 +72,11 @@ class DynamicResources:
         return value
 
     def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
+        mapping = class_mapping(state)
+        served = frozenset(mapped_requests(pod.pod, mapping))
         if not pod.pod.spec.resource_claims:
-            cycle.data[self.name] = DraState([], [])  # Filter has nothing to do either
-            return SKIP
+            cycle.data[self.name] = DraState([], [], served, mapping)
+            return SUCCESS if served else SKIP  # without either, Filter has nothing to do
         try:
             claims = pod_claims(state, pod.pod)
         except ClaimNotFound as err:
@@ -87,8 +94,15 @@ class DynamicResources:
                 r.uid == pod.pod.metadata.uid and r.name == pod.key[1] for r in reserved
             ):
                 return unschedulable("resourceclaim in use", resolvable=False)
-        cycle.data[self.name] = DraState(claims, pending)
+        cycle.data[self.name] = DraState(claims, pending, served, mapping)
         return SUCCESS
+
+    def _to_allocate(self, dra: DraState, pod: PodInfo, node: Node) -> list[ResourceClaim]:
+        """The pod's pending claims, and on this node the claim of its extended resources."""
+        if not dra.served:
+            return dra.pending
+        extended = extended_claim(pod.pod, node, dra.mapping, set(dra.served))
+        return dra.pending if extended is None else [*dra.pending, extended]
 
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)
@@ -96,10 +110,11 @@ class DynamicResources:
             sel = claim.status.allocation.node_selector if claim.status.allocation else None
             if sel is not None and not selector_matches(sel, node):
                 return unschedulable("resourceclaim not available on the node", resolvable=False)
-        if not dra.pending:
+        pending = self._to_allocate(dra, pod, node)
+        if not pending:
             return SUCCESS
         try:
-            outcome = allocate(state, node, dra.pending, self.options)
+            outcome = allocate(state, node, pending, self.options)
         except AllocationError as err:
             return error(str(err))
         if not outcome.ok:
@@ -116,12 +131,13 @@ class DynamicResources:
             resource="pods", name=pod.key[1], uid=pod.pod.metadata.uid
         )
         allocated: dict[tuple[str, str], ResourceClaim] = {}
-        if dra.pending:
+        pending = self._to_allocate(dra, pod, node)
+        if pending:
             if not isinstance(outcome, Outcome) or not outcome.ok:
                 return error("DynamicResources: no allocation for the chosen node")
-            for mine, theirs in zip(dra.pending, outcome.claims, strict=True):
+            for mine, theirs in zip(pending, outcome.claims, strict=True):
                 allocated[key_of(mine)] = retarget(theirs, mine, node)
-        for claim in dra.claims:
+        for claim in [*dra.claims, *pending[len(dra.pending) :]]:
             new = allocated.get(key_of(claim), claim)
             if not any(
                 r.name == consumer.name and r.uid == consumer.uid for r in new.status.reserved_for

@@ -14,8 +14,15 @@ from draplan.cluster.podresources import (
     nonzero_requests,
 )
 from draplan.cluster.state import ClusterState
+from draplan.scheduler.extended import needs_dra
 from draplan.scheduler.framework import SUCCESS, CycleState, PodInfo, Status, unschedulable
-from draplan.scheduler.plugins.names import LEAST_ALLOCATED, MOST_ALLOCATED, NODE_RESOURCES_FIT
+from draplan.scheduler.plugins.dynamicresources import DraState
+from draplan.scheduler.plugins.names import (
+    DYNAMIC_RESOURCES,
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    NODE_RESOURCES_FIT,
+)
 
 SCORED = ("cpu", "memory")  # kube-scheduler's default resources for the score strategies
 
@@ -53,9 +60,15 @@ class NodeResourcesFit:
     name = NODE_RESOURCES_FIT
 
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
-        missing = insufficient(
-            pod.requests, state.requested(node.metadata.name), node_allocatable(node)
-        )
+        requests = pod.requests
+        dra = cycle.data.get(DYNAMIC_RESOURCES)
+        if isinstance(dra, DraState) and dra.served:
+            # DynamicResources allocates these where no device plugin serves them (KEP-5004).
+            requests = {
+                k: v for k, v in requests.items() if k not in dra.served or not needs_dra(node, k)
+            }
+        used, alloc = state.requested(node.metadata.name), node_allocatable(node)
+        missing = insufficient(requests, used, alloc)
         if not missing:
             return SUCCESS
         return unschedulable(*(_reason(m) for m in missing), detail=missing)

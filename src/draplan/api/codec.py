@@ -32,6 +32,8 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("scheduling.k8s.io/v1alpha1", "Workload"): scheduling.WorkloadV1Alpha1,
     ("scheduling.k8s.io/v1alpha2", "Workload"): scheduling.WorkloadV1Alpha2,
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): scheduling.PodGroupV1Alpha2,
+    ("scheduling.k8s.io/v1alpha3", "Workload"): scheduling.WorkloadV1Alpha3,
+    ("scheduling.k8s.io/v1alpha3", "PodGroup"): scheduling.PodGroupV1Alpha3,
     ("scheduling.k8s.io/v1beta1", "Workload"): scheduling.WorkloadV1Beta1,
     ("scheduling.k8s.io/v1beta1", "PodGroup"): scheduling.PodGroupV1Beta1,
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): scheduling.CoschedulingPodGroup,

@@ -192,6 +192,17 @@ class PodGroupV1Beta1(KubeStruct, frozen=True):
     status: PodGroupStatusV1Alpha2 = PodGroupStatusV1Alpha2()
 
 
+class WorkloadV1Alpha3(WorkloadV1Beta1, frozen=True):
+    """scheduling.k8s.io/v1alpha3: v1beta1's shape, served by 1.37 releases before the beta
+    (k8s.io/api v0.37.0-beta.0) and still by clusters that enable the alpha version."""
+
+    api_version: str = "scheduling.k8s.io/v1alpha3"
+
+
+class PodGroupV1Alpha3(PodGroupV1Beta1, frozen=True):
+    api_version: str = "scheduling.k8s.io/v1alpha3"
+
+
 def template_ref(pod_group: PodGroupV1Alpha2 | PodGroupV1Beta1) -> tuple[str, str] | None:
     """(workload name, template name) a PodGroup was made from, in either version."""
     if isinstance(pod_group, PodGroupV1Beta1):

@@ -501,7 +501,9 @@ _VALIDATORS: dict[type, object] = {
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
     scheduling.WorkloadV1Alpha2: validate_workload_templates,
     scheduling.WorkloadV1Beta1: validate_workload_templates,
+    scheduling.WorkloadV1Alpha3: validate_workload_templates,
     scheduling.PodGroupV1Beta1: validate_pod_group_v1beta1,
+    scheduling.PodGroupV1Alpha3: validate_pod_group_v1beta1,
 }
 
 

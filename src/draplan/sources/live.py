@@ -82,11 +82,15 @@ RESOURCES: tuple[Resource, ...] = (
         "scheduling.k8s.io",
         "Workload",
         "workloads",
-        ("v1beta1", "v1alpha2", "v1alpha1"),
+        ("v1beta1", "v1alpha3", "v1alpha2", "v1alpha1"),
         namespaced=True,
     ),
     Resource(
-        "scheduling.k8s.io", "PodGroup", "podgroups", ("v1beta1", "v1alpha2"), namespaced=True
+        "scheduling.k8s.io",
+        "PodGroup",
+        "podgroups",
+        ("v1beta1", "v1alpha3", "v1alpha2"),
+        namespaced=True,
     ),
     Resource("scheduling.x-k8s.io", "PodGroup", "podgroups", ("v1alpha1",), namespaced=True),
     Resource(

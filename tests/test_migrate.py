@@ -311,6 +311,24 @@ def test_chart_classes_are_known_without_device_classes(tmp_path: Path) -> None:
     assert m.sites[0].decision.attribute == "resource.kubernetes.io/pcieRoot"
 
 
+def test_standard_numa_node_attribute_is_preferred_to_the_drivers(tmp_path: Path) -> None:
+    # The same nodes, publishing resource.kubernetes.io/numaNode (stable in 1.37) beside the
+    # driver's own `numa`: the standard attribute is chosen.
+    docs = _docs((HERE / "cluster.yaml").read_text())
+    for doc in docs:
+        for dev in doc.get("spec", {}).get("devices", []) if doc["kind"] == "ResourceSlice" else []:
+            numa = dev.get("attributes", {}).get("numa")
+            if numa is not None:
+                dev["attributes"]["resource.kubernetes.io/numaNode"] = numa
+    standard = tmp_path / "cluster.yaml"
+    standard.write_text(yaml.safe_dump_all(docs))
+    m = migrate([str(standard), str(HERE / "job.yaml")])
+    assert [s.decision.attribute for s in m.sites] == ["resource.kubernetes.io/numaNode"]
+    assert [s.decision.attribute for s in migrate([CLUSTER, str(HERE / "job.yaml")]).sites] == [
+        "gpu.nvidia.com/numa"
+    ]
+
+
 def test_kubectl_list_and_json_inputs(tmp_path: Path) -> None:
     deployment = _docs((HERE / "deployment.yaml").read_text())[0]
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}

@@ -23,8 +23,25 @@ PoolID = tuple[str, str]  # (driver, pool)
 CounterKey = tuple[str, str]  # (counter set, counter)
 
 NANO = 10**9
-# Attributes that name a topology group inside a node, most specific first.
-TOPOLOGY_ATTRIBUTES = ("resource.kubernetes.io/pcieRoot", "numa", "numaNode", "socket")
+# Attributes that name a topology group inside a node, most specific first: the standard ones
+# (KEP-5491's pcieRoot; numaNode, stable in 1.37 by KEP-6072), then ids a driver publishes in
+# its own domain (NVIDIA's `numa`).
+TOPOLOGY_ATTRIBUTES = (
+    "resource.kubernetes.io/pcieRoot",
+    "resource.kubernetes.io/numaNode",
+    "numa",
+    "numaNode",
+    "socket",
+)
+
+
+def topology_rank(qualified: str) -> int | None:
+    """Where a `domain/id` attribute stands in TOPOLOGY_ATTRIBUTES (None: not a topology
+    group); a bare entry stands for that id in any driver's domain."""
+    if qualified in TOPOLOGY_ATTRIBUTES:
+        return TOPOLOGY_ATTRIBUTES.index(qualified)
+    ident = qualified.rpartition("/")[2]
+    return next((i for i, a in enumerate(TOPOLOGY_ATTRIBUTES) if a == ident), None)
 
 
 def nanos(q: Quantity) -> int:

@@ -18,7 +18,7 @@ from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.resource_v1 import DeviceClass, ResourceSlice
 from draplan.cel import CelError, Selector, compile_selector
-from draplan.cluster.devices import TOPOLOGY_ATTRIBUTES, DeviceView
+from draplan.cluster.devices import DeviceView, topology_rank
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState
 from draplan.migrate.mapping import GPU_CLASS, MIG_CLASS
@@ -29,7 +29,6 @@ _CHART_CLASSES = {
     name: (f"device.driver == '{GPU_CLASS}' && device.attributes['{GPU_CLASS}'].type == '{t}'",)
     for name, t in ((GPU_CLASS, "gpu"), (MIG_CLASS, "mig"))
 }
-_TOPOLOGY_IDS = tuple(a.rpartition("/")[2] for a in TOPOLOGY_ATTRIBUTES)
 
 NodeFilter = Callable[[Node], bool]
 
@@ -123,9 +122,9 @@ class Topology:
                     continue
                 for key in view.device.attributes:
                     qualified = key if "/" in key else f"{view.driver}/{key}"
-                    if qualified.rpartition("/")[2] in _TOPOLOGY_IDS:
+                    if topology_rank(qualified) is not None:
                         found.add(qualified)
-        return sorted(found, key=lambda a: (_TOPOLOGY_IDS.index(a.rpartition("/")[2]), a))
+        return sorted(found, key=lambda a: (topology_rank(a), a))
 
     def _fits_group(
         self, node: str, attribute: str, requests: Sequence[RequestShape], largest: dict[str, int]

@@ -1163,3 +1163,103 @@ def test_lazy_selector_errors_follow_the_documented_rule(
             assert set(picked(outcome)) <= set(healthy) and len(picked(outcome)) == count
         else:
             assert picked(outcome) == expected
+
+
+# --- All under distinctAttribute: fatal exactly where upstream's check rejects -------------
+
+
+def distinct(attribute: str, *requests: str) -> DeviceConstraint:
+    return DeviceConstraint(distinct_attribute=attribute, requests=requests)
+
+
+def health_flags(*health: bool) -> ResourceSlice:
+    return rslice("s", [device(f"gpu-{i}", healthy=h, numa=0) for i, h in enumerate(health)])
+
+
+def all_then_one(*order: str) -> ResourceClaim:
+    """req-1 = firstAvailable [All, 1, 1]; healthy distinct over both requests (the issue's
+    shape), requests in the given order."""
+    reqs = {
+        "req-1": first_available(
+            "req-1", sub("sub-0", all_devices=True), sub("sub-1"), sub("sub-2")
+        ),
+        "req-0": request("req-0"),
+    }
+    return claim(
+        "c",
+        *(reqs[name] for name in order),
+        constraints=[distinct(f"{DRIVER}/healthy", "req-1", "req-0"), match(NUMA, "req-0")],
+    )
+
+
+@pytest.mark.parametrize("order", ["tight", "first-fit"])
+def test_all_moves_on_where_only_pairwise_distinct_rejects(order: str) -> None:
+    # All takes gpu-0 (true), gpu-1 (false), then gpu-2 (true): upstream compares with the
+    # request's last value only (false) and goes on, so the All fails later for want of a device
+    # for req-0 and sub-1 is taken. draplan rejects gpu-2 (true twice) and moves on too.
+    state = cluster(health_flags(True, False, True))
+    outcome = run(state, all_then_one("req-1", "req-0"), order=order)
+    got = {r.request: r.device for r in results(outcome)}
+    assert set(got) == {"req-1/sub-1", "req-0"}
+    healthy = {"gpu-0": True, "gpu-1": False, "gpu-2": True}
+    assert healthy[got["req-1/sub-1"]] != healthy[got["req-0"]]
+
+
+@pytest.mark.parametrize("order", ["tight", "first-fit"])
+def test_all_is_fatal_where_upstream_rejects_too(order: str) -> None:
+    state = cluster(health_flags(True, True, False))
+    with pytest.raises(AllocationError, match="because a claim constraint would not be satisfied"):
+        run(state, all_then_one("req-1", "req-0"), order=order)
+
+
+def upstream_all_then_one(health: list[bool], busy: set[int]) -> dict[str, int] | str:
+    """Upstream's search (dra-semantics §3.3, §3.6 with kubernetes#140438) on the claim of
+    `all_then_one("req-1", "req-0")`, devices in publish order: the picks, "error" or "unsat"."""
+    free = [i for i in range(len(health)) if i not in busy]
+    last: dict[str, bool] = {}  # upstream's distinctAttribute memory: request -> last value
+    # sub-0: All, in publish order: an in-use device ends it quietly, a constraint rejection
+    # is fatal; if every device is added, req-0 finds none left and All is undone.
+    for i in range(len(health)):
+        if i in busy:
+            break
+        if health[i] in last.values():
+            return "error"
+        last["req-1"] = health[i]
+    last.clear()
+    for _ in ("sub-1", "sub-2"):  # identical alternatives: the second finds what the first did
+        for i in free:
+            if health[i] in last.values():
+                continue
+            last["req-1"] = health[i]
+            for j in free:
+                if j != i and health[j] not in last.values():
+                    return {"req-1/sub-1": i, "req-0": j}
+            last.pop("req-1")
+    return "unsat"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    health=st.lists(st.booleans(), min_size=1, max_size=5),
+    busy=st.sets(st.integers(0, 4)),
+)
+def test_first_fit_all_then_one_matches_upstream(health: list[bool], busy: set[int]) -> None:
+    clear_caches()
+    busy = {i for i in busy if i < len(health)}
+    objects: list[KubeStruct] = [health_flags(*health)]
+    if busy:
+        objects.append(allocated("other", *(f"gpu-{i}" for i in sorted(busy))))
+    state = cluster(*objects)
+    expected = upstream_all_then_one(health, busy)
+    c = all_then_one("req-1", "req-0")
+    if expected == "error":
+        with pytest.raises(AllocationError, match="claim constraint would not be satisfied"):
+            run(state, c, order="first-fit")
+        return
+    outcome = run(state, c, order="first-fit")
+    if expected == "unsat":
+        assert not outcome.ok
+        return
+    assert isinstance(expected, dict)
+    got = {r.request: int(r.device.removeprefix("gpu-")) for r in results(outcome)}
+    assert got == expected

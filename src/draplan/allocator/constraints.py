@@ -21,6 +21,10 @@ class ClaimConstraint:
     bound: AttrValue | None = None
     members: int = 0
     taken: Counter[AttrValue] = field(default_factory=Counter)
+    # Upstream's own memory of a distinctAttribute: the last value per (parent) request, an
+    # entry dropped whole on removal. It only decides when a device of an `All` request that
+    # draplan rejects is a fatal error, as upstream's rejection would be.
+    upstream: dict[str, AttrValue] = field(default_factory=dict)
 
     @classmethod
     def of(cls, con: DeviceConstraint) -> ClaimConstraint:
@@ -46,7 +50,14 @@ class ClaimConstraint:
         # request (kubernetes#140438); draplan fixes that.
         return value not in self.taken
 
-    def add(self, view: DeviceView) -> None:
+    def upstream_admits(self, view: DeviceView) -> bool:
+        """`admits` as upstream decides it (kubernetes#140438 included)."""
+        if self.match:
+            return self.admits(view)
+        value = self.value(view)
+        return value is not None and value not in self.upstream.values()
+
+    def add(self, view: DeviceView, request: str) -> None:
         value = self.value(view)
         assert value is not None
         if self.match:
@@ -55,8 +66,9 @@ class ClaimConstraint:
             self.members += 1
         else:
             self.taken[value] += 1
+            self.upstream[request] = value
 
-    def remove(self, view: DeviceView) -> None:
+    def remove(self, view: DeviceView, request: str) -> None:
         value = self.value(view)
         assert value is not None
         if self.match:
@@ -67,8 +79,9 @@ class ClaimConstraint:
             self.taken[value] -= 1
             if not self.taken[value]:
                 del self.taken[value]
+            self.upstream.pop(request, None)
 
     def state_key(self) -> object:
         if self.match:
             return self.bound
-        return frozenset(self.taken)
+        return frozenset(self.taken), frozenset(self.upstream.items())

@@ -31,8 +31,9 @@ class _Timeout(Exception):
     pass
 
 
-class _Reject(Exception):
-    """A device in an `All` set violates a constraint: fatal upstream (must=true)."""
+class _PairwiseOnly(Exception):
+    """A device of an `All` set that only draplan's pairwise distinctAttribute rejects: whether
+    that is fatal depends on the rest of the set, as upstream goes on adding it."""
 
 
 # What the search does with a device whose selector fails at run time (a "mine"). Upstream
@@ -283,8 +284,11 @@ class Search:
             return not view.multi and holders is not None and spec.claim_index in holders
         return bool(holders) or self.state.in_use(view.id)
 
-    def add(self, spec: RequestSpec, view: DeviceView, must: bool = False) -> Pick | None:
-        """Tentatively allocate `view` for `spec`; None if it does not fit here."""
+    def add(
+        self, spec: RequestSpec, view: DeviceView, must: bool = False, upstream: bool = False
+    ) -> Pick | None:
+        """Tentatively allocate `view` for `spec`; None if it does not fit here. `upstream`
+        checks constraints as upstream does (kubernetes#140438 included)."""
         self._tick()
         if self._busy(spec, view):
             return None
@@ -311,13 +315,15 @@ class Search:
             return None
         cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
         for c in cons:
-            if not c.admits(view):
-                if must:
+            if not (c.upstream_admits(view) if upstream else c.admits(view)):
+                if must and (upstream or not all(k.upstream_admits(view) for k in cons)):
                     claim = self.claims[spec.claim_index]
                     raise AllocationError(
                         f"{spec.where(claim)}: cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
                         "because a claim constraint would not be satisfied"
                     )
+                if must:
+                    raise _PairwiseOnly
                 return None
         consumed = consumption(view, spec.capacity)
         if consumed is None:
@@ -334,7 +340,7 @@ class Search:
                 k = (view.pool_id, ckey)
                 self.counters_used[k] = self.counters_used.get(k, 0) + amount
         for c in cons:
-            c.add(view)
+            c.add(view, spec.parent)
         if multi:
             self.alloc_shares[dev] = self.alloc_shares.get(dev, 0) + 1
             self.alloc_cap[dev] = {k: mine.get(k, 0) + v for k, v in consumed.items()}
@@ -373,7 +379,7 @@ class Search:
                 self.counters_used[k] -= amount
         for c in self.constraints[spec.claim_index]:
             if c.applies(spec.parent, spec.name):
-                c.remove(view)
+                c.remove(view, spec.parent)
 
     # --- the search ----------------------------------------------------------------------
 
@@ -474,15 +480,26 @@ class Search:
         if not devices:
             return False  # "All" needs at least one device (since 1.33)
         taken: list[Pick] = []
-        for view in devices:
-            pick = self.add(spec, view, must=True)
-            if pick is None:
-                for p in reversed(taken):
-                    self.remove(p)
-                return False
-            taken.append(pick)
-        if self.run(pos + 1):
-            return True
+        try:
+            for view in devices:
+                pick = self.add(spec, view, must=True)
+                if pick is None:
+                    break
+                taken.append(pick)
+            else:
+                if self.run(pos + 1):
+                    return True
+        except _PairwiseOnly:
+            # Not an allocation draplan accepts. Upstream adds the device and goes on through
+            # the set, which can still end in its fatal error: replay the set its way.
+            for p in reversed(taken):
+                self.remove(p)
+            taken = []
+            for view in devices:
+                pick = self.add(spec, view, must=True, upstream=True)
+                if pick is None:
+                    break
+                taken.append(pick)
         for p in reversed(taken):
             self.remove(p)
         return False

@@ -10,12 +10,17 @@ import math
 from collections.abc import Sequence
 
 import matplotlib as mpl
+import numpy as np
 from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 HOUR = 3600.0
 PALETTE = ("#d1495b", "#00798c", "#edae49", "#30638e", "#66a182", "#8d96a3")
+# Blues without its near-white end, so an idle node (0 %) stays visible against the blank
+# cells where no node existed.
+OCCUPANCY = ListedColormap(mpl.colormaps["Blues"](np.linspace(0.18, 1.0, 256)))
 WIDTH = 8.0  # inches; 72 SVG units each
 STYLE = {
     "svg.fonttype": "none",
@@ -137,7 +142,7 @@ def heat_map(title: str, rows: dict[str, list[tuple[float, float]]], end: float)
             grid,
             aspect="auto",
             interpolation="nearest",
-            cmap="Blues",
+            cmap=OCCUPANCY,
             vmin=0.0,
             vmax=1.0,
             extent=(0.0, (end or 1.0) / HOUR, len(names), 0.0),

@@ -55,9 +55,7 @@ def test_o_name_and_jsonpath_on_schedule(run_cli: Any) -> None:
     assert res.code == 0, res.err
     lines = res.out.splitlines()
     assert {"pod/train-0", "pod/finetune-0", "pod/infer-0"} <= set(lines)
-    assert all(
-        line.startswith(("pod/", "resourceclaim.resource.k8s.io/")) for line in lines
-    ), lines
+    assert all(line.startswith(("pod/", "resourceclaim.resource.k8s.io/")) for line in lines), lines
     res = run_cli(
         "schedule", "-f", EXAMPLE, "-o", 'jsonpath={.items[?(@.kind=="Pod")].metadata.name}'
     )

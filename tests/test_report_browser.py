@@ -45,9 +45,7 @@ window.addEventListener('load', () => {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sim = build_input(
-        [(o, "") for o in demo_objects()] + [(demo_scenario(jobs=10, seed=3), "")]
-    )
+    sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=10, seed=3), "")])
     page = html_report(sim.name, compare(sim), ReportInfo(("demo",), "2026-12-01", "test"))
     path = tmp_path_factory.mktemp("report") / "report.html"
     path.write_text(page.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
@@ -58,8 +56,15 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (.ci/run installs Debian's chromium)")
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-         "--v=0", *args],
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=120,

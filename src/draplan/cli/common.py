@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from draplan.api.meta import KubeStruct
 from draplan.api.core_v1 import Pod
+from draplan.api.meta import KubeStruct
 from draplan.cli.output import OutputFormat, remember_format, remember_no_headers
 from draplan.cluster.labelselector import parse_selector
 from draplan.cluster.state import ClusterState

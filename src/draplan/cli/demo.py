@@ -14,8 +14,8 @@ from draplan.api.codec import encode, yaml_text
 from draplan.api.draplan_v1alpha1 import NodePool, Scenario
 from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
 from draplan.report import ReportInfo
-from draplan.sim.compare import check_started, compare
 from draplan.report.reference import all_fields
+from draplan.sim.compare import check_started, compare
 from draplan.sim.demo import demo_claim, demo_objects, demo_profile, demo_scenario
 from draplan.sim.scenario import build_input
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import Decimal
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from draplan.api.errors import BadInput

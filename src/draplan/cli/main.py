@@ -27,9 +27,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 
 
-@click.group(
-    context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True
-)
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="draplan")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

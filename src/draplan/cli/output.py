@@ -27,7 +27,7 @@ _FORMAT_KEY = "draplan.output"
 _NO_HEADERS_KEY = "draplan.no_headers"
 
 
-class OutputFormat(click.ParamType):
+class OutputFormat(click.ParamType):  # type: ignore[type-arg]
     """`-o`: table|wide|json|yaml|name, jsonpath=TEMPLATE or custom-columns=SPEC."""
 
     name = "format"

@@ -8,10 +8,11 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
-from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -22,7 +23,7 @@ PALETTE = ("#d1495b", "#00798c", "#edae49", "#30638e", "#66a182", "#8d96a3")
 # cells where no node existed.
 OCCUPANCY = ListedColormap(mpl.colormaps["Blues"](np.linspace(0.18, 1.0, 256)))
 WIDTH = 8.0  # inches; 72 SVG units each
-STYLE = {
+_STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "font.size": 9.0,
     "font.family": "sans-serif",
@@ -36,17 +37,22 @@ STYLE = {
 }
 
 
+def _style(salt: str = "") -> Any:
+    """The charts' rc settings (typed Any: matplotlib types rc keys as a closed Literal)."""
+    return {**_STYLE, "svg.hashsalt": salt} if salt else dict(_STYLE)
+
+
 def _svg(fig: Figure, salt: str) -> str:
     """The figure as an `<svg>` element; ids salted per chart so several can share a page."""
     buffer = io.StringIO()
-    with mpl.rc_context({"svg.hashsalt": salt, **STYLE}):
-        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None, "Creator": None})
+    with mpl.rc_context(_style(salt)):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
     return text[text.index("<svg") :]
 
 
 def _figure(height: float) -> Figure:
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(_style()):
         return Figure(figsize=(WIDTH, height), layout="constrained")
 
 
@@ -55,7 +61,7 @@ def line_chart(
 ) -> str:
     """Step lines over simulated time (seconds), drawn in hours."""
     fig = _figure(3.0)
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(_style()):
         ax = fig.add_subplot()
         ax.set_title(title)
         for i, (name, points) in enumerate(series.items()):
@@ -73,10 +79,7 @@ def line_chart(
     return _svg(fig, title)
 
 
-def _hours_axis(ax: object, end_seconds: float) -> None:
-    from matplotlib.axes import Axes
-
-    assert isinstance(ax, Axes)
+def _hours_axis(ax: Axes, end_seconds: float) -> None:
     hours = max(end_seconds / HOUR, 1e-9)
     ax.set_xlim(0, hours)
     step = _hour_step(hours)
@@ -93,10 +96,12 @@ def _hour_step(hours: float) -> float:
     return 24 * math.ceil(hours / 24 / 12)
 
 
-def bar_chart(title: str, groups: Sequence[str], series: dict[str, list[float]], ylabel: str) -> str:
+def bar_chart(
+    title: str, groups: Sequence[str], series: dict[str, list[float]], ylabel: str
+) -> str:
     """Grouped bars: one group per label, one bar per series (policy), values on top."""
     fig = _figure(3.0)
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(_style()):
         ax = fig.add_subplot()
         ax.set_title(title)
         width = 0.8 / max(1, len(series))
@@ -134,7 +139,7 @@ def heat_map(title: str, rows: dict[str, list[tuple[float, float]]], end: float)
                     grid[r][c] = frac
     height = min(40.0, 1.4 + 0.13 * max(len(names), 8))
     fig = _figure(height)
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(_style()):
         ax = fig.add_subplot()
         ax.set_title(title)
         ax.grid(False)

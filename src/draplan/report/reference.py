@@ -43,7 +43,9 @@ def _comments(cls: type) -> dict[str, str]:
 
 
 def _is_ours(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, KubeStruct) and tp.__module__ == v1alpha1.__name__
+    return (
+        isinstance(tp, type) and issubclass(tp, KubeStruct) and tp.__module__ == v1alpha1.__name__
+    )
 
 
 def _type_name(tp: Any) -> str:
@@ -206,7 +208,7 @@ def _examples() -> dict[str, list[dict[str, Any]]]:
                                         {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}
                                     ],
                                 },
-                            }
+                            },
                         ],
                     }
                 ]
@@ -258,7 +260,7 @@ def _pools_and_prices() -> list[str]:
         "## Trace data",
         "",
         "The `openb` workload replays the Alibaba GPU cluster trace v2023 (github.com/alibaba/"
-        "clusterdata, `cluster-trace-gpu-v2023/csv`; Weng et al., \"Beware of Fragmentation\", "
+        'clusterdata, `cluster-trace-gpu-v2023/csv`; Weng et al., "Beware of Fragmentation", '
         "USENIX ATC 2023): `openb_node_list_gpu_node.csv` (nodes: CPU, memory, GPUs, model) and "
         "`openb_pod_list_<trace>.csv` (pods: CPU, memory, GPUs, GPU milli-share, allowed "
         "models, creation and deletion times). draplan does not ship the trace: `dataDir` "

@@ -4,7 +4,7 @@ scenario that can never start, openb prices, the report's date and determinism, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 import pytest
@@ -110,10 +110,14 @@ def test_openb_pools_are_priced_from_the_public_table(tmp_path: Path) -> None:
         8 * prices["V100M32"].per_gpu_hour
     )
     flat = load_replay(OpenbReplay(trace="tiny", data_dir=str(tmp_path), price_per_gpu_hour=1.0))
-    flat_prices = [float(p.spec.price_per_hour) for p in flat.cluster if isinstance(p, NodePool)]
+    flat_prices = [float(p.spec.price_per_hour) for p in flat.cluster if _pool(p)]
     assert sorted(flat_prices) == [2.0, 8.0]
     models = {line.split(",")[4] for line in _gpu_node_lines()}
     assert models <= set(prices), "every GPU model of the trace has a price"
+
+
+def _pool(obj: object) -> TypeGuard[NodePool]:
+    return isinstance(obj, NodePool)
 
 
 def _gpu_node_lines() -> list[str]:

@@ -77,6 +77,7 @@ def write_reports(
 
 
 def date_option(func: Any) -> Any:
+    """`--date`: what the report states as its date (see `draplan.report.info`)."""
     return click.option(
         "--date",
         metavar="YYYY-MM-DD",

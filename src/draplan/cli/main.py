@@ -19,6 +19,7 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.cli.cmd_simulate import date_option
 from draplan.cli.common import filename_option, load_input, load_state, output_option
 from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
@@ -190,11 +191,7 @@ def _allocation_table(doc: dict[str, Any], node: str) -> None:
     metavar="PATH",
     help="Where the HTML report goes; the Markdown summary goes beside it (PATH with .md).",
 )
-@click.option(
-    "--date",
-    metavar="YYYY-MM-DD",
-    help="The date the report states (default: $SOURCE_DATE_EPOCH, else today in UTC).",
-)
+@date_option
 def demo(export_dir: str | None, report: str, date: str | None) -> None:
     """Simulate a built-in AI cluster, grown from NodePools, under the legacy autoscaler,
     DRA and DRA with gang-atomic placement; print the comparison and write an HTML report.

@@ -6,7 +6,6 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from draplan.report.charts import bar_chart, heat_map, line_chart
 from draplan.report.info import ReportInfo
 from draplan.report.table import headers, pending_rows, rows
 
@@ -103,6 +102,9 @@ def _notes(results: list[SimResult]) -> str:
 
 
 def html_report(name: str, results: list[SimResult], info: ReportInfo | None = None) -> str:
+    # matplotlib costs a second to import: only a command that writes a report pays for it.
+    from draplan.report.charts import bar_chart, heat_map, line_chart
+
     info = info or ReportInfo.make([])
     alloc = {r.policy: r.series["gpuAllocationPercent"] for r in results}
     pending = {r.policy: r.series["pendingPods"] for r in results}

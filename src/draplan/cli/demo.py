@@ -16,7 +16,13 @@ from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
 from draplan.report import ReportInfo
 from draplan.report.reference import all_fields
 from draplan.sim.compare import check_started, compare
-from draplan.sim.demo import demo_claim, demo_objects, demo_profile, demo_scenario
+from draplan.sim.demo import (
+    demo_claim,
+    demo_objects,
+    demo_profile,
+    demo_scenario,
+    tour_training_pods,
+)
 from draplan.sim.scenario import build_input
 
 EXAMPLE = "ai-cluster.yaml"
@@ -55,7 +61,9 @@ def export(directory: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     pools = [encode(o) for o in demo_objects() if isinstance(o, NodePool)]
     texts = {
-        "cluster.yaml": Path(example_path()).read_text(encoding="utf-8"),
+        "cluster.yaml": Path(example_path()).read_text(encoding="utf-8")
+        + "---\n# draplan demo --export: four more 8-GPU training pods than the H100s hold\n"
+        + yaml_text(tour_training_pods()),
         "pools.yaml": yaml_text(pools),
         "scenario.yaml": yaml_text([_spelled_out(demo_scenario())]),
         "profile.yaml": yaml_text([encode(demo_profile())]),

@@ -237,3 +237,29 @@ def demo_claim() -> dict[str, Any]:
             }
         },
     }
+
+
+def tour_training_pods(count: int = 4) -> list[dict[str, Any]]:
+    """More 8-GPU H100 training pods for the example cluster (`demo --export`), more than its
+    free H100s hold: the tour's `why` and `scale` then have something to say."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"train-{i}", "namespace": "ml", "labels": {"app": "train"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "pytorch",
+                        "resources": {
+                            "requests": {"cpu": "8", "memory": "64Gi"},
+                            "claims": [{"name": "dev"}],
+                        },
+                    }
+                ],
+                "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": "train-8gpu"}],
+            },
+        }
+        for i in range(1, count + 1)
+    ]

@@ -301,6 +301,6 @@ def test_the_report_shows_stranded_capacity(tmp_path: Path) -> None:
         [pod_line("share", 0, 3600, milli=600), pod_line("whole", 7200, 10800)],
     )
     results = [run(tmp_path, cluster="static", end_seconds=10800)]
-    assert "Stranded GPUs over time" in html_report("tiny", results)
+    assert "Stranded GPUs (FGD)" in html_report("tiny", results)
     summary = markdown_summary("tiny", results)
     assert "stranded %" in summary and "| 6.67 |" in summary

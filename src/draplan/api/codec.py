@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
+import yaml
 
 from draplan.api import autoscaling, core_v1, draplan_v1alpha1, resource_v1, scheduling
 from draplan.api.errors import BadInput
@@ -213,3 +215,18 @@ def to_builtins(value: Any) -> Any:
     must equal what a JSON parser gives for the same object.
     """
     return _JSON_DECODER.decode(_JSON_ENCODER.encode(value))
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: a value shared by two places is written twice, as
+    kubectl writes it."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def yaml_text(docs: Sequence[Any]) -> str:
+    """Documents as YAML, keys in their order, never an anchor."""
+    return yaml.dump_all(
+        list(docs), Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False
+    )

@@ -14,12 +14,14 @@ NODE_NAME_PLACEHOLDER = "$NODE_NAME"
 class TopologyPlacement(KubeStruct, frozen=True):
     """New nodes fill domains of this label key, at most nodesPerDomain nodes each."""
 
-    key: str
-    nodes_per_domain: int = 0
+    key: str  # node label naming the domain, e.g. nvidia.com/gpu.clique
+    nodes_per_domain: int = 0  # nodes per domain value; 0: one domain for the whole pool
 
 
 class NodeTemplateMeta(KubeStruct, frozen=True):
-    labels: dict[str, str] = {}
+    """Labels and annotations every new node gets."""
+
+    labels: dict[str, str] = {}  # e.g. node.kubernetes.io/instance-type
     annotations: dict[str, str] = {}
 
 
@@ -27,23 +29,28 @@ class NodeTemplate(KubeStruct, frozen=True):
     """A v1 Node without a name."""
 
     metadata: NodeTemplateMeta = NodeTemplateMeta()
-    spec: NodeSpec = NodeSpec()
-    status: NodeStatus = NodeStatus()
+    spec: NodeSpec = NodeSpec()  # taints, unschedulable, as a v1 Node's
+    status: NodeStatus = NodeStatus()  # allocatable cpu, memory, pods, as a v1 Node's
 
 
 class NodePoolSpec(KubeStruct, frozen=True):
-    min_nodes: int = 0
-    max_nodes: int = 0
-    price_per_hour: str = "0"
-    provisioning_delay_seconds: int = 0
-    priority: int = 0
-    topology: tuple[TopologyPlacement, ...] = ()
-    template: NodeTemplate | None = None
-    resource_slices: tuple[ResourceSliceSpec, ...] = ()
-    from_node: str = ""
+    """A node group the autoscaler may grow and shrink: what a new node looks like (Node
+    template and ResourceSlices, `$NODE_NAME` standing for its name), its limits and price."""
+
+    min_nodes: int = 0  # scale-down keeps at least this many
+    max_nodes: int = 0  # scale-up adds at most up to this many
+    price_per_hour: str = "0"  # dollars per node-hour, a decimal string
+    provisioning_delay_seconds: int = 0  # from the decision until the node is Ready (simulate)
+    priority: int = 0  # for the priority expander: higher is tried first
+    topology: tuple[TopologyPlacement, ...] = ()  # domains new nodes fill, e.g. racks
+    template: NodeTemplate | None = None  # the new node; or fromNode
+    resource_slices: tuple[ResourceSliceSpec, ...] = ()  # the new node's devices ($NODE_NAME)
+    from_node: str = ""  # copy an existing node and its slices instead of template
 
 
 class NodePool(KubeStruct, frozen=True):
+    """The autoscaler's node group (Cluster Autoscaler's node group, Karpenter's NodePool)."""
+
     api_version: str = "draplan.io/v1alpha1"
     kind: str = "NodePool"
     metadata: ObjectMeta = ObjectMeta()
@@ -51,20 +58,24 @@ class NodePool(KubeStruct, frozen=True):
 
 
 class PluginWeight(KubeStruct, frozen=True):
-    name: str
+    """A score plugin and its weight."""
+
+    name: str  # LeastAllocated, MostAllocated, TopologyLocality, or a placement policy
     weight: int = 1
 
 
 class SchedulerProfileSpec(KubeStruct, frozen=True):
     """Which score plugins run with which weights; which filter plugins are disabled."""
 
-    score_plugins: tuple[PluginWeight, ...] | None = None
-    disabled_plugins: tuple[str, ...] = ()
-    device_order: str = "tight"
-    filter_timeout_seconds: float = 10.0
+    score_plugins: tuple[PluginWeight, ...] | None = None  # unset: the defaults
+    disabled_plugins: tuple[str, ...] = ()  # filter plugins to skip, by name
+    device_order: str = "tight"  # the allocator's device order: tight or first-fit
+    filter_timeout_seconds: float = 10.0  # the allocator's time budget per node
 
 
 class SchedulerProfile(KubeStruct, frozen=True):
+    """The scheduler's plugins and weights (`--profile FILE`), as a kube-scheduler profile."""
+
     api_version: str = "draplan.io/v1alpha1"
     kind: str = "SchedulerProfile"
     metadata: ObjectMeta = ObjectMeta()
@@ -72,25 +83,35 @@ class SchedulerProfile(KubeStruct, frozen=True):
 
 
 class SyntheticWorkload(KubeStruct, frozen=True):
-    """The synthetic AI mix (draplan.sim.workloads.Mix)."""
+    """The synthetic AI mix (draplan.sim.workloads.Mix): training gangs of 8-GPU pods in one
+    topology domain, fine-tuning pods with 4 GPUs and a NIC on one PCIe root, inference pods
+    on a MIG slice. The device fields name the cluster's DeviceClasses and attributes; the
+    defaults are NVIDIA's DRA driver and the dra.net NIC driver, as in the demo cluster."""
 
-    jobs: int = 40
-    arrivals_per_hour: float = 30.0
-    training: float = 0.25
-    finetune: float = 0.35
-    inference: float = 0.40
-    time_compression: float = 4.0
+    jobs: int = 40  # how many jobs arrive
+    arrivals_per_hour: float = 30.0  # Poisson arrivals
+    training: float = 0.25  # relative weight of training gangs
+    finetune: float = 0.35  # relative weight of fine-tuning pods
+    inference: float = 0.40  # relative weight of inference pods
+    time_compression: float = 4.0  # Philly run times are divided by this
     namespace: str = "ml"
+    gpu_class: str = "gpu.nvidia.com"  # DeviceClass of whole GPUs
+    gpu_driver: str = "gpu.nvidia.com"  # attribute domain of gpuModel and migProfile
+    gpu_model: str = "NVIDIA H100"  # training GPUs' productName prefix; "": any GPU
+    mig_class: str = "mig.nvidia.com"  # DeviceClass of MIG slices; "": inference on a GPU
+    mig_profile: str = "1g.10gb"  # the slices' `profile` attribute; "": any slice
+    nic_class: str = "rdma.dra.net"  # DeviceClass of fine-tuning's NIC; "": no NIC
+    topology_key: str = "nvidia.com/gpu.clique"  # node label of a gang's domain; "": none
 
 
 class ScenarioJob(KubeStruct, frozen=True):
     """A job given in YAML: its pods and claim templates (and gang objects) as objects."""
 
-    name: str
-    arrival_seconds: float
-    duration_seconds: float
-    workload_class: str = "batch"
-    objects: tuple[dict[str, Any], ...] = ()
+    name: str  # the job's name in results
+    arrival_seconds: float  # when its objects are created
+    duration_seconds: float  # how long it runs once all its pods run
+    workload_class: str = "batch"  # groups pending-time percentiles
+    objects: tuple[dict[str, Any], ...] = ()  # Pods, ResourceClaimTemplates, PodGroups, …
 
 
 class OpenbReplay(KubeStruct, frozen=True):
@@ -102,29 +123,33 @@ class OpenbReplay(KubeStruct, frozen=True):
     trace: str = "default"  # a pod list name (openb_pod_list_<trace>.csv) or a CSV file
     data_dir: str = ""  # holds the CSVs (or openb/); default ../shared/data
     node_list: str = ""  # default <dataDir>/openb_node_list_gpu_node.csv
-    start_seconds: float = 0.0
+    start_seconds: float = 0.0  # the window's start, in trace seconds
     end_seconds: float | None = None  # default: the trace's last creation or deletion
-    time_compression: float = 1.0
-    cluster: str = "pools"
-    min_nodes: int = 0
-    max_nodes: int | None = None
-    provisioning_delay_seconds: int = 300
-    price_per_gpu_hour: float = 0.0
-    namespace: str = "default"
+    time_compression: float = 1.0  # trace seconds per simulated second
+    cluster: str = "pools"  # pools (autoscaled, one NodePool per node type) or static
+    min_nodes: int = 0  # per pool
+    max_nodes: int | None = None  # per pool; unset: the type's count in the node list
+    provisioning_delay_seconds: int = 300  # per pool
+    price_per_gpu_hour: float | None = None  # unset: each model's price from the shipped table
+    namespace: str = "default"  # of the replayed pods
 
 
 class ScenarioWorkload(KubeStruct, frozen=True):
-    synthetic: SyntheticWorkload | None = None
-    openb: OpenbReplay | None = None
-    jobs: tuple[ScenarioJob, ...] = ()
+    """What arrives: any of the three, together."""
+
+    synthetic: SyntheticWorkload | None = None  # the synthetic AI mix
+    openb: OpenbReplay | None = None  # the Alibaba openb trace, replayed
+    jobs: tuple[ScenarioJob, ...] = ()  # jobs given as objects
 
 
 class ScenarioSpec(KubeStruct, frozen=True):
-    seed: int = 42
-    policies: tuple[str, ...] = ("legacy", "dra", "dra+gang-atomic")
-    autoscaler_interval_seconds: float = 10.0
-    scale_down_unneeded_seconds: float = 600.0
-    horizon_seconds: float | None = None
+    """The workload and how the runs go."""
+
+    seed: int = 42  # the synthetic mix's random seed (`--seed` overrides)
+    policies: tuple[str, ...] = ("legacy", "dra", "dra+gang-atomic")  # autoscaler policies
+    autoscaler_interval_seconds: float = 10.0  # the autoscaler loop's period
+    scale_down_unneeded_seconds: float = 600.0  # an empty node goes after this long
+    horizon_seconds: float | None = None  # stop here; unset: when the work is done
     workload: ScenarioWorkload = ScenarioWorkload()
 
 

@@ -4,6 +4,8 @@ the Alibaba GPU trace, draplan.sim.openb)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,39 @@ def _data_dir(data_dir: str | None) -> Path:
             path="--data-dir",
         )
     return found
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[bench_openb.RunResult], None] | None]:
+    """A bar with the time remaining, on a terminal only (stderr)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("runs", total=total)
+
+        def done(result: bench_openb.RunResult) -> None:
+            bar.update(task, advance=1, description=f"{result.trace} {result.policy}")
+
+        yield done
 
 
 @click.group("bench")
@@ -104,7 +139,13 @@ def openb(
     ]
     for t in traces:
         bench_openb.load_trace(t, base)  # bad input fails here, before any run
-    results = bench_openb.run_many(specs, base, jobs)
+    click.echo(
+        f"{len(specs)} runs: {len(traces)} trace(s) × {len(policies)} policies × "
+        f"{len(seed_list)} seeds, {max(1, min(jobs, len(specs)))} process(es)",
+        err=True,
+    )
+    with _progress(len(specs)) as done:
+        results = bench_openb.run_many(specs, base, jobs, done)
     paper = bench_openb.PaperResults.load(base)
     summaries = bench_openb.summarize(results, paper)
     doc: dict[str, Any] = {

@@ -17,10 +17,10 @@ from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, output_option
 from draplan.cli.output import emit_document, emit_table
-from draplan.report import html_report, markdown_summary
+from draplan.report import ReportInfo, html_report, markdown_summary
 from draplan.report.table import headers, pending_rows, rows
 from draplan.sim import POLICIES, SimResult
-from draplan.sim.compare import compare, from_dict, horizon_of, to_dict
+from draplan.sim.compare import check_started, compare, from_dict, horizon_of, to_dict
 from draplan.sim.scenario import SimInput, build_input
 from draplan.sources import load_objects
 
@@ -64,12 +64,25 @@ def progress_bar(total: float) -> Iterator[Any]:
 
 
 def write_reports(
-    name: str, results: list[SimResult], html: str | None, markdown: str | None
+    name: str,
+    results: list[SimResult],
+    html: str | None,
+    markdown: str | None,
+    info: ReportInfo,
 ) -> None:
     if html:
-        Path(html).write_text(html_report(name, results), encoding="utf-8")
+        Path(html).write_text(html_report(name, results, info), encoding="utf-8")
     if markdown:
-        Path(markdown).write_text(markdown_summary(name, results), encoding="utf-8")
+        Path(markdown).write_text(markdown_summary(name, results, info), encoding="utf-8")
+
+
+def date_option(func: Any) -> Any:
+    """`--date`: what the report states as its date (see `draplan.report.info`)."""
+    return click.option(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="The date the report states (default: $SOURCE_DATE_EPOCH, else today in UTC).",
+    )(func)
 
 
 def emit_results(name: str, results: list[SimResult], output: str) -> None:
@@ -103,6 +116,7 @@ def _with_seed(scenario: Scenario, seed: int) -> Scenario:
 @click.option("--seed", type=int, help="Override the Scenario's seed.")
 @click.option("--report", "html", help="Also write the HTML report to this file.")
 @click.option("--markdown", help="Also write a Markdown summary to this file.")
+@date_option
 @output_option
 def simulate_cmd(
     filenames: tuple[str, ...],
@@ -110,6 +124,7 @@ def simulate_cmd(
     seed: int | None,
     html: str | None,
     markdown: str | None,
+    date: str | None,
     output: str,
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
@@ -119,7 +134,8 @@ def simulate_cmd(
         horizon = max((j.arrival for j in sim.jobs), default=0.0) * 2
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
-    write_reports(sim.name, results, html, markdown)
+    check_started(sim, results)
+    write_reports(sim.name, results, html, markdown, ReportInfo.make(filenames, date))
     emit_results(sim.name, results, output)
 
 
@@ -127,7 +143,8 @@ def simulate_cmd(
 @click.option("--input", "input_path", required=True, help="JSON from `draplan simulate -o json`.")
 @click.option("--html", default="draplan-report.html", show_default=True)
 @click.option("--markdown", help="Also write a Markdown summary.")
-def report_cmd(input_path: str, html: str, markdown: str | None) -> None:
+@date_option
+def report_cmd(input_path: str, html: str, markdown: str | None, date: str | None) -> None:
     """Turn simulation results into a self-contained HTML report (and Markdown)."""
     try:
         doc = json.loads(Path(input_path).read_text(encoding="utf-8"))
@@ -137,7 +154,7 @@ def report_cmd(input_path: str, html: str, markdown: str | None) -> None:
         raise BadInput(
             f"not a `draplan simulate -o json` result: {err}", source=input_path
         ) from None
-    write_reports(name, results, html, markdown)
+    write_reports(name, results, html, markdown, ReportInfo.make([input_path], date))
     click.echo(f"wrote {html}" + (f" and {markdown}" if markdown else ""))
 
 
@@ -178,6 +195,15 @@ def sweep_cmd(
     seed_list = parse_seeds(seeds)
     base = load_input(filenames, None)
     policy_list = parse_policies(policies) or list(base.scenario.spec.policies)
+    if base.scenario.spec.workload.synthetic is None and len(seed_list) > 1:
+        # Only the synthetic mix draws from the seed: jobs given as YAML and trace replays are
+        # the same for every seed, so more seeds would repeat identical runs.
+        click.echo(
+            f"notice: seeds do not apply: the workload has no synthetic part; running each "
+            f"policy once (seed {seed_list[0]}) instead of {len(seed_list)} times",
+            err=True,
+        )
+        seed_list = seed_list[:1]
     tasks = [(filenames, s, p) for s in seed_list for p in policy_list]
     if executor == "dask":
         rows_ = _dask_map(tasks, workers)

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from draplan.api.core_v1 import Pod
 from draplan.api.meta import KubeStruct
-from draplan.cli.output import FORMATS
+from draplan.cli.output import OutputFormat, remember_format, remember_no_headers
+from draplan.cluster.labelselector import parse_selector
 from draplan.cluster.state import ClusterState
 from draplan.sources import load_objects
 
@@ -36,6 +38,7 @@ class InputSettings:
     context: str | None = None
     namespace: str | None = None
     all_namespaces: bool = False
+    selector: str = ""
     required: bool = True
 
     @property
@@ -90,6 +93,15 @@ def _live_options() -> list[Callable[[F], F]]:
             help="Read every namespace (the default; overrides -n).",
             **common,
         ),
+        click.option(
+            "-l",
+            "--selector",
+            metavar="SELECTOR",
+            default="",
+            help="Only the pending pods with these labels (kubectl's syntax: k=v, k!=v, "
+            "k in (a,b), k notin (a), k, !k); running pods still hold their devices.",
+            **common,
+        ),
     ]
 
 
@@ -117,22 +129,25 @@ def filename_option(required: bool = True) -> Callable[[F], F]:
     return decorate
 
 
-def _no_headers(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    ctx.meta["draplan.no_headers"] = value
-
-
 def output_option(func: F) -> F:
-    """`-o table|wide|json|yaml` and `--no-headers`, as kubectl spells them (wide is the table
-    with every column, which draplan's tables already show)."""
+    """`-o` and `--no-headers` as kubectl spells them: table|wide|json|yaml|name,
+    jsonpath=TEMPLATE, custom-columns=SPEC (see `draplan.cli.output`)."""
     func = click.option(
         "--no-headers",
         is_flag=True,
         expose_value=False,
-        callback=_no_headers,
-        help="Print tables without their header row.",
+        callback=remember_no_headers,
+        help="Print tables without their title and header row; every column stays.",
     )(func)
     return click.option(
-        "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True
+        "-o",
+        "--output",
+        type=OutputFormat(),
+        default="table",
+        show_default=True,
+        callback=remember_format,
+        help="table (long cells cut with …), wide (every column, whole), json, yaml, name, "
+        "jsonpath=TEMPLATE or custom-columns=HEADER:JSONPATH,… as kubectl reads them.",
     )(func)
 
 
@@ -149,6 +164,13 @@ def load_input(
         from draplan.sources.live import read_cluster
 
         objects.extend(read_cluster(live).objects)
+    if settings.selector:
+        selects = parse_selector(settings.selector)
+        objects = [
+            (o, src)
+            for o, src in objects
+            if not isinstance(o, Pod) or o.spec.node_name or selects(o.metadata.labels)
+        ]
     return objects
 
 

@@ -1,27 +1,41 @@
 """`draplan demo`: the seed's story on a built-in AI cluster, simulated under the three
-autoscaler policies; prints the comparison and writes an HTML report."""
+autoscaler policies; prints the comparison and writes an HTML report. `--export DIR` writes the
+inputs of README's tour instead, as ordinary YAML files."""
 
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import click
 
-from draplan.api.draplan_v1alpha1 import (
-    Scenario,
-    ScenarioSpec,
-    ScenarioWorkload,
-    SyntheticWorkload,
-)
-from draplan.api.meta import ObjectMeta
+from draplan.api.codec import encode, yaml_text
+from draplan.api.draplan_v1alpha1 import NodePool, Scenario
 from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
-from draplan.sim.compare import compare
-from draplan.sim.demo import demo_objects
+from draplan.report import ReportInfo
+from draplan.report.reference import all_fields
+from draplan.sim.compare import check_started, compare
+from draplan.sim.demo import (
+    demo_claim,
+    demo_objects,
+    demo_profile,
+    demo_scenario,
+    tour_training_pods,
+)
 from draplan.sim.scenario import build_input
 
 EXAMPLE = "ai-cluster.yaml"
 REPORT = "draplan-demo-report.html"
-SUMMARY = "draplan-demo-report.md"
+
+# README's tour reads exactly these files (tests/test_readme.py runs it).
+EXPORTS = {
+    "cluster.yaml": "an AI cluster today: nodes, ResourceSlices, DeviceClasses, pending pods",
+    "pools.yaml": "the NodePools the autoscaler grows it from (prices, delays, topology)",
+    "scenario.yaml": "the demo's Scenario: the synthetic AI mix, every field spelled out",
+    "profile.yaml": "a SchedulerProfile: the default score plugins and weights",
+    "claim.yaml": "a ResourceClaim to allocate: 2 GPUs and an RDMA NIC on one PCIe root",
+}
 
 
 def example_path() -> str:
@@ -29,15 +43,44 @@ def example_path() -> str:
     return str(resources.files("draplan.examples").joinpath(EXAMPLE))
 
 
-def demo_scenario(jobs: int = 30, seed: int = 42) -> Scenario:
-    workload = ScenarioWorkload(synthetic=SyntheticWorkload(jobs=jobs))
-    return Scenario(
-        metadata=ObjectMeta(name="ai-cluster-demo"), spec=ScenarioSpec(seed=seed, workload=workload)
-    )
+def _spelled_out(scenario: Scenario) -> dict[str, Any]:
+    """The Scenario with every synthetic field written, defaults included, so the file shows
+    what can be changed (docs/reference.md has each field)."""
+    doc = encode(scenario)
+    synthetic = scenario.spec.workload.synthetic
+    assert synthetic is not None
+    spec = all_fields(scenario.spec)
+    spec["workload"] = {"synthetic": all_fields(synthetic)}
+    doc["spec"] = spec
+    return doc
 
 
-def run_demo(report: str = REPORT, summary: str = SUMMARY) -> None:
-    sim = build_input([(o, "<demo>") for o in demo_objects()] + [(demo_scenario(), "<demo>")])
+def export(directory: str) -> list[Path]:
+    """Write the tour's inputs into `directory` (created if needed); the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    pools = [encode(o) for o in demo_objects() if isinstance(o, NodePool)]
+    texts = {
+        "cluster.yaml": Path(example_path()).read_text(encoding="utf-8")
+        + "---\n# draplan demo --export: four more 8-GPU training pods than the H100s hold\n"
+        + yaml_text(tour_training_pods()),
+        "pools.yaml": yaml_text(pools),
+        "scenario.yaml": yaml_text([_spelled_out(demo_scenario())]),
+        "profile.yaml": yaml_text([encode(demo_profile())]),
+        "claim.yaml": yaml_text([demo_claim()]),
+    }
+    written = []
+    for name, text in texts.items():
+        path = out / name
+        header = "" if text.startswith("#") else f"# draplan demo --export: {EXPORTS[name]}\n"
+        path.write_text(header + text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def run_demo(report: str = REPORT, date: str | None = None) -> None:
+    objects = [o for o in demo_objects()] + [demo_scenario()]
+    sim = build_input([(o, "<demo>") for o in objects])
     click.echo(
         "An AI cluster grown from node pools: 8-GPU NVLink H100 nodes (racks of 4), "
         "cheap PCIe nodes (NICs on 2 of 4 PCIe roots), PCIe-switch nodes (4 GPUs + NIC "
@@ -48,6 +91,9 @@ def run_demo(report: str = REPORT, summary: str = SUMMARY) -> None:
     horizon = max(j.arrival for j in sim.jobs) * 2
     with progress_bar(horizon) as tick:
         results = compare(sim, None, tick)
+    check_started(sim, results)
     emit_results(sim.name, results, "table")
-    write_reports(sim.name, results, report, summary)
+    summary = str(Path(report).with_suffix(".md"))
+    info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
+    write_reports(sim.name, results, report, summary, info)
     click.echo(f"\nwrote {report} and {summary}")

@@ -19,6 +19,7 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.cli.cmd_simulate import date_option
 from draplan.cli.common import filename_option, load_input, load_state, output_option
 from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
@@ -27,10 +28,13 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="draplan")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """draplan: one DRA allocator for the Kubernetes scheduler and the autoscaler."""
+    if ctx.invoked_subcommand is None:  # no command: the help, as kubectl prints it, exit 0
+        click.echo(ctx.get_help())
 
 
 @cli.command()
@@ -173,11 +177,32 @@ def _allocation_table(doc: dict[str, Any], node: str) -> None:
 
 
 @cli.command()
-def demo() -> None:
-    """Load, validate and summarise the built-in example AI cluster."""
-    from draplan.cli.demo import run_demo
+@click.option(
+    "--export",
+    "export_dir",
+    metavar="DIR",
+    help="Write the demo's inputs (cluster.yaml, pools.yaml, scenario.yaml, profile.yaml, "
+    "claim.yaml) into DIR as ordinary YAML, for README's tour; run nothing.",
+)
+@click.option(
+    "--report",
+    default="draplan-demo-report.html",
+    show_default=True,
+    metavar="PATH",
+    help="Where the HTML report goes; the Markdown summary goes beside it (PATH with .md).",
+)
+@date_option
+def demo(export_dir: str | None, report: str, date: str | None) -> None:
+    """Simulate a built-in AI cluster, grown from NodePools, under the legacy autoscaler,
+    DRA and DRA with gang-atomic placement; print the comparison and write an HTML report.
+    With --export, write its inputs as files instead."""
+    from draplan.cli.demo import EXPORTS, export, run_demo
 
-    run_demo()
+    if export_dir is None:
+        run_demo(report, date)
+        return
+    for path in export(export_dir):
+        click.echo(f"wrote {path}: {EXPORTS[path.name]}")
 
 
 def _register_command_modules() -> None:
@@ -197,7 +222,12 @@ _register_command_modules()
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; bad input exits 2 with one line, internal errors exit 1, no traceback."""
     try:
-        cli.main(args=argv, prog_name=_prog_name(), standalone_mode=False)
+        cli.main(
+            args=argv,
+            prog_name=_prog_name(),
+            standalone_mode=False,
+            complete_var="_DRAPLAN_COMPLETE",
+        )
     except click.exceptions.Exit as err:
         sys.exit(err.exit_code)
     except click.ClickException as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from draplan.report.info import ReportInfo
 from draplan.report.table import headers, pending_rows, rows
 
 if TYPE_CHECKING:
@@ -16,9 +17,12 @@ def _table(head: list[str], body: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def markdown_summary(name: str, results: list[SimResult]) -> str:
+def markdown_summary(name: str, results: list[SimResult], info: ReportInfo | None = None) -> str:
+    info = info or ReportInfo.make([])
     parts = [
         f"# draplan simulation: {name}",
+        "",
+        f"Inputs: {', '.join(info.inputs) or '—'}; draplan {info.version}; {info.date}.",
         "",
         _table(headers(), rows(results)),
         "",

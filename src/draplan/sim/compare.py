@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
+from draplan.api.errors import BadInput
 from draplan.sim.engine import SimConfig, SimResult, simulate
 from draplan.sim.scenario import SimInput
 
@@ -38,6 +39,24 @@ def compare(
         tick = (lambda t, p=policy: progress(p, t)) if progress is not None else None
         out.append(simulate(sim.cluster, sim.jobs, config_of(sim, policy), tick))
     return out
+
+
+def check_started(sim: SimInput, results: list[SimResult]) -> None:
+    """A scenario none of whose jobs started under any policy is bad input: its workload asks
+    for what its cluster can never give, and a comparison of "0 jobs started" says nothing."""
+    if not results or not sim.jobs or any(r.totals.get("jobsStarted", 0) for r in results):
+        return
+    classes = ", ".join(sorted({j.kind for j in sim.jobs}))
+    policies = ", ".join(r.policy for r in results)
+    raise BadInput(
+        f"none of the {len(sim.jobs)} jobs ({classes}) started under {policies}: no node or "
+        "NodePool of the cluster can run them; check the workload's device classes, GPU model, "
+        "MIG profile, NIC class and topology key against the cluster (docs/reference.md)",
+        source=sim.source,
+        kind="Scenario",
+        name=sim.scenario.metadata.name,
+        path="spec.workload",
+    )
 
 
 def to_dict(result: SimResult) -> dict[str, Any]:

@@ -7,7 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from draplan.api.codec import decode
-from draplan.api.meta import KubeStruct
+from draplan.api.draplan_v1alpha1 import (
+    PluginWeight,
+    Scenario,
+    ScenarioSpec,
+    ScenarioWorkload,
+    SchedulerProfile,
+    SchedulerProfileSpec,
+    SyntheticWorkload,
+)
+from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.scheduler.profile import DEFAULT_SCORES
 from draplan.sim.workloads import TOPOLOGY_KEY
 
 GPU = "gpu.nvidia.com"
@@ -193,3 +203,63 @@ def demo_objects() -> list[KubeStruct]:
         )
     )
     return [decode(d, source="<demo>") for d in docs]
+
+
+def demo_scenario(jobs: int = 30, seed: int = 42) -> Scenario:
+    """The demo's workload: the synthetic AI mix with its defaults, which match this cluster."""
+    workload = ScenarioWorkload(synthetic=SyntheticWorkload(jobs=jobs))
+    return Scenario(
+        metadata=ObjectMeta(name="ai-cluster-demo"), spec=ScenarioSpec(seed=seed, workload=workload)
+    )
+
+
+def demo_profile() -> SchedulerProfile:
+    """The default scoring, written out."""
+    scores = tuple(PluginWeight(name=n, weight=w) for n, w in DEFAULT_SCORES)
+    return SchedulerProfile(
+        metadata=ObjectMeta(name="default"), spec=SchedulerProfileSpec(score_plugins=scores)
+    )
+
+
+def demo_claim() -> dict[str, Any]:
+    """A claim for `draplan allocate`: 2 GPUs and an RDMA NIC behind one PCIe root."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+                    {"name": "nic", "exactly": {"deviceClassName": "rdma.dra.net"}},
+                ],
+                "constraints": [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}],
+            }
+        },
+    }
+
+
+def tour_training_pods(count: int = 4) -> list[dict[str, Any]]:
+    """More 8-GPU H100 training pods for the example cluster (`demo --export`), more than its
+    free H100s hold: the tour's `why` and `scale` then have something to say."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"train-{i}", "namespace": "ml", "labels": {"app": "train"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "pytorch",
+                        "resources": {
+                            "requests": {"cpu": "8", "memory": "64Gi"},
+                            "claims": [{"name": "dev"}],
+                        },
+                    }
+                ],
+                "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": "train-8gpu"}],
+            },
+        }
+        for i in range(1, count + 1)
+    ]

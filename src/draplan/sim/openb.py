@@ -24,7 +24,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -347,14 +347,27 @@ def _one(job: tuple[RunSpec, str]) -> RunResult:
 
 
 def run_many(
-    specs: Sequence[RunSpec], data_dir: str | os.PathLike[str], jobs: int = 1
+    specs: Sequence[RunSpec],
+    data_dir: str | os.PathLike[str],
+    jobs: int = 1,
+    done: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
-    """The runs, in `specs` order; `jobs` > 1 runs them in that many processes."""
+    """The runs, in `specs` order; `jobs` > 1 runs them in that many processes. `done` is
+    called as each result arrives (a progress bar)."""
     work = [(spec, str(data_dir)) for spec in specs]
+    results: list[RunResult] = []
     if jobs <= 1 or len(work) <= 1:
-        return [_one(w) for w in work]
+        for w in work:
+            results.append(_one(w))
+            if done is not None:
+                done(results[-1])
+        return results
     with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-        return list(pool.map(_one, work))
+        for result in pool.map(_one, work):
+            results.append(result)
+            if done is not None:
+                done(result)
+    return results
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -32,6 +32,7 @@ from draplan.api.draplan_v1alpha1 import (
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.sim.openb import default_data_dir
+from draplan.sim.prices import gpu_hour_price
 from draplan.sim.workloads import Job, timestamp
 from draplan.sources import openb
 
@@ -51,10 +52,11 @@ def node_pools(
     min_nodes: int = 0,
     max_nodes: int | None = None,
     provisioning_delay: int = 300,
-    price_per_gpu_hour: float = 0.0,
+    price_per_gpu_hour: float | None = None,
 ) -> list[NodePool]:
     """One NodePool per node type, in name order; at most `max_nodes` nodes each (default: as
-    many as the node list has of that type)."""
+    many as the node list has of that type); priced per GPU by `price_per_gpu_hour`, else by
+    the model's public price (`draplan.sim.prices`)."""
     counts: Counter[str] = Counter()
     examples: dict[str, openb.NodeRow] = {}
     for row in rows:
@@ -64,6 +66,7 @@ def node_pools(
     pools = []
     for name in sorted(counts):
         row = replace(examples[name], name=NODE_NAME_PLACEHOLDER)
+        per_gpu = gpu_hour_price(row.model) if price_per_gpu_hour is None else price_per_gpu_hour
         node, rs = openb.node_objects(row)
         template = NodeTemplate(
             metadata=NodeTemplateMeta(labels={INSTANCE_TYPE: name}), status=node.status
@@ -71,7 +74,7 @@ def node_pools(
         spec = NodePoolSpec(
             min_nodes=min_nodes,
             max_nodes=counts[name] if max_nodes is None else max_nodes,
-            price_per_hour=f"{price_per_gpu_hour * row.gpus:g}",
+            price_per_hour=f"{per_gpu * row.gpus:g}",
             provisioning_delay_seconds=provisioning_delay,
             template=template,
             resource_slices=() if rs is None else (rs.spec,),

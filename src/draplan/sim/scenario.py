@@ -23,6 +23,7 @@ class SimInput:
     jobs: list[Job]
     scenario: Scenario
     horizon: float | None = None  # the workload's own end (a replayed window), if it has one
+    source: str = ""  # the Scenario's file
 
 
 def _mix(w: SyntheticWorkload) -> Mix:
@@ -34,6 +35,13 @@ def _mix(w: SyntheticWorkload) -> Mix:
         inference=w.inference,
         time_compression=w.time_compression,
         namespace=w.namespace,
+        gpu_class=w.gpu_class,
+        gpu_driver=w.gpu_driver,
+        gpu_model=w.gpu_model,
+        mig_class=w.mig_class,
+        mig_profile=w.mig_profile,
+        nic_class=w.nic_class,
+        topology_key=w.topology_key,
     )
 
 
@@ -102,4 +110,4 @@ def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
             path="spec.workload",
         )
     jobs.sort(key=lambda j: (j.arrival, j.name))
-    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario, horizon)
+    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario, horizon, source)

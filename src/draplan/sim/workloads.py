@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,10 +47,12 @@ class Mix:
     time_compression: float = 4.0  # run times are divided by this (a demo must be short)
     namespace: str = "ml"
     gpu_class: str = "gpu.nvidia.com"
+    gpu_driver: str = "gpu.nvidia.com"
+    gpu_model: str = "NVIDIA H100"
     mig_class: str = "mig.nvidia.com"
-    nic_class: str = "rdma.dra.net"
     mig_profile: str = "1g.10gb"
-    training_product: str = "NVIDIA H100"
+    nic_class: str = "rdma.dra.net"
+    topology_key: str = TOPOLOGY_KEY
 
 
 def _template(
@@ -102,32 +105,21 @@ def _training(
 ) -> tuple[list[dict[str, Any]], int]:
     ns = mix.namespace
     size = rng.choice((2, 2, 3, 4))
-    product = (
-        f"device.attributes['{mix.gpu_class}'].productName.startsWith('{mix.training_product}')"
-    )
+    gpus: dict[str, Any] = {"deviceClassName": mix.gpu_class, "count": 8}
+    if mix.gpu_model:
+        attribute = f"device.attributes[{json.dumps(mix.gpu_driver)}].productName"
+        product = f"{attribute}.startsWith({json.dumps(mix.gpu_model)})"
+        gpus["selectors"] = [{"cel": {"expression": product}}]
+    group: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": size}}}
+    if mix.topology_key:
+        group["schedulingConstraints"] = {"topology": [{"key": mix.topology_key}]}
     docs: list[dict[str, Any]] = [
-        _template(
-            ns,
-            f"{name}-8gpu",
-            [
-                {
-                    "name": "gpus",
-                    "exactly": {
-                        "deviceClassName": mix.gpu_class,
-                        "count": 8,
-                        "selectors": [{"cel": {"expression": product}}],
-                    },
-                }
-            ],
-        ),
+        _template(ns, f"{name}-8gpu", [{"name": "gpus", "exactly": gpus}]),
         {
             "apiVersion": "scheduling.k8s.io/v1alpha2",
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {
-                "schedulingPolicy": {"gang": {"minCount": size}},
-                "schedulingConstraints": {"topology": [{"key": TOPOLOGY_KEY}]},
-            },
+            "spec": group,
         },
     ]
     docs += [
@@ -141,34 +133,25 @@ def _training(
 
 def _finetune(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]:
     ns = mix.namespace
+    requests: list[dict[str, Any]] = [
+        {"name": "gpus", "exactly": {"deviceClassName": mix.gpu_class, "count": 4}}
+    ]
+    if mix.nic_class:
+        requests.append({"name": "nic", "exactly": {"deviceClassName": mix.nic_class}})
     tmpl = _template(
-        ns,
-        f"{name}-gpus-nic",
-        [
-            {"name": "gpus", "exactly": {"deviceClassName": mix.gpu_class, "count": 4}},
-            {"name": "nic", "exactly": {"deviceClassName": mix.nic_class}},
-        ],
-        [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}],
+        ns, f"{name}-gpus-nic", requests, [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]
     )
     return [tmpl, _pod(ns, name, f"{name}-gpus-nic", "8", t)], 4
 
 
 def _inference(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]:
     ns = mix.namespace
-    sel = f"device.attributes['gpu.nvidia.com'].profile == '{mix.mig_profile}'"
-    tmpl = _template(
-        ns,
-        f"{name}-mig",
-        [
-            {
-                "name": "mig",
-                "exactly": {
-                    "deviceClassName": mix.mig_class,
-                    "selectors": [{"cel": {"expression": sel}}],
-                },
-            }
-        ],
-    )
+    request: dict[str, Any] = {"deviceClassName": mix.mig_class or mix.gpu_class}
+    if mix.mig_class and mix.mig_profile:
+        attribute = f"device.attributes[{json.dumps(mix.gpu_driver)}].profile"
+        sel = f"{attribute} == {json.dumps(mix.mig_profile)}"
+        request["selectors"] = [{"cel": {"expression": sel}}]
+    tmpl = _template(ns, f"{name}-mig", [{"name": "mig", "exactly": request}])
     return [tmpl, _pod(ns, name, f"{name}-mig", "2", t)], 1
 
 

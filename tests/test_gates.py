@@ -15,6 +15,8 @@ from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
 from draplan.audit.gates import Gates
 from draplan.cluster.state import ClusterState
+from draplan.sim.engine import SimConfig, simulate
+from draplan.sources import load_objects
 
 REAL = DATA / "realistic"
 CLUSTER, POOLS, KUEUE = (str(REAL / n) for n in ("cluster.yaml", "pools.yaml", "kueue.yaml"))
@@ -201,3 +203,15 @@ def test_pod_to_workload_as_kueue_links_them(pod: dict[str, Any], expected: str 
     assert isinstance(typed, Pod)
     found = Gates(state).workload_of(typed)
     assert (found.metadata.name if found else None) == expected
+
+
+def test_simulator_neither_schedules_nor_scales_for_gated_pods(tmp_path: Path) -> None:
+    def run(items: list[dict[str, Any]]) -> dict[str, Any]:
+        objects = load_objects([_write(tmp_path, items), POOLS])
+        return simulate([o for o, _ in objects], [], SimConfig(horizon=3600)).totals
+
+    items = _items()
+    assert run(items)["nodesAdded"] == 2  # for the 4- and 8-GPU research pods
+    for name in ("finetune-numa-0", "train-8-0"):
+        _pod(items, name)["spec"]["schedulingGates"] = [{"name": "example.com/approval"}]
+    assert run(items)["nodesAdded"] == 0

@@ -90,3 +90,15 @@ def test_why_and_schedule_answer_the_same_under_pseudonyms(run_cli: Any, redacte
         assert (hidden_types[node] if node else None) == (
             types[p["node"]] if p["node"] else None
         ), p["name"]
+
+
+def test_qualified_names_are_not_names() -> None:
+    # Pods named like a resource or an attribute must not rename what refers to keys.
+    redactor = Redactor(["node-1"], ["gpu", "numa", "train"])
+    assert redactor.rewrite("nvidia.com/gpu") == "nvidia.com/gpu"
+    assert redactor.rewrite("gpu.nvidia.com/numa") == "gpu.nvidia.com/numa"
+    assert redactor.rewrite("gpu.nvidia.com") == "gpu.nvidia.com"
+    assert redactor.rewrite("GPU-node-1-3") == f"GPU-{redactor.node('node-1')}-3"
+    assert redactor.rewrite("uid-ml-train") == f"uid-ml-{redactor.pod('train')}"
+    assert redactor.rewrite("It fits (on node-1).") == f"It fits (on {redactor.node('node-1')})."
+    assert redactor.rewrite("node-10") == "node-10"  # another name, not node-1 and a suffix

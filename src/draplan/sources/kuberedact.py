@@ -74,9 +74,10 @@ class Redactor:
         if text in known:
             return known[text]
         # A name stands between characters no name holds, or "-" (names hold it, but a name
-        # with a suffix is a derived name). Not "." : a name inside a driver or a domain
-        # (`gpu.nvidia.com`) is no reference to it.
-        cuts = [i for i, ch in enumerate(text) if not ch.isalnum() and ch != "."]
+        # with a suffix is a derived name). Not "." nor "/": a name inside a domain or a
+        # qualified name (`gpu.nvidia.com`, `nvidia.com/gpu`, `gpu.nvidia.com/numa`, the
+        # keys of attributes, capacities and resources, which stay) is no reference to it.
+        cuts = [i for i, ch in enumerate(text) if not ch.isalnum() and ch not in "./"]
         if not cuts:
             return text
         ends = sorted({*cuts, len(text)}, reverse=True)

@@ -102,7 +102,7 @@ class Gates:
         if wl.spec.active is False:
             why = "it is deactivated (spec.active: false)"
         elif pending is not None and pending.message:
-            why = f"not admitted: {pending.message}"
+            why = f"not admitted: {pending.message.rstrip('.')}"
             evidence["condition"] = {
                 "type": pending.type,
                 "reason": pending.reason,

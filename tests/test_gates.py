@@ -215,3 +215,44 @@ def test_simulator_neither_schedules_nor_scales_for_gated_pods(tmp_path: Path) -
     for name in ("finetune-numa-0", "train-8-0"):
         _pod(items, name)["spec"]["schedulingGates"] = [{"name": "example.com/approval"}]
     assert run(items)["nodesAdded"] == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "active", "says", "action"),
+    [
+        (
+            {
+                "conditions": [
+                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+                    {
+                        "type": "Admitted",
+                        "status": "False",
+                        "reason": "Pending",
+                        "message": "The workload has not all checks ready",
+                    },
+                ]
+            },
+            None,
+            "is not admitted: The workload has not all checks ready.",
+            "wait for the workload's admission checks",
+        ),
+        ({}, False, "is deactivated (spec.active: false).", "reactivate the workload"),
+        ({}, None, "is not admitted yet.", "free or raise the ClusterQueue's quota"),
+    ],
+    ids=["admission-checks", "deactivated", "no-condition"],
+)
+def test_kueue_states(
+    tmp_path: Path, status: dict[str, Any], active: bool | None, says: str, action: str
+) -> None:
+    wl = yaml.safe_load(Path(KUEUE).read_text())
+    wl["status"] = status
+    if active is not None:
+        wl["spec"]["active"] = active
+    path = tmp_path / "wl.yaml"
+    path.write_text(yaml.safe_dump(wl))
+    state = ClusterState.from_objects(load_objects([CLUSTER, str(path)]))
+    pod = state.pods[("team-a", "kueue-job-0")]
+    verdict = Gates(state).verdict(pod)
+    assert verdict is not None and verdict.fix is not None
+    assert verdict.message.endswith(says), verdict.message
+    assert verdict.fix["action"].startswith(action)

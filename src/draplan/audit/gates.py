@@ -99,8 +99,13 @@ class Gates:
                 None if not others else {"action": "remove the scheduling gates", "gates": others},
             )
         pending = _pending_condition(wl)
+        fix: dict[str, Any] = {
+            "action": "free or raise the ClusterQueue's quota, or wait for admission",
+            "workload": name,
+        }
         if wl.spec.active is False:
-            why = "it is deactivated (spec.active: false)"
+            why = "deactivated (spec.active: false)"
+            fix["action"] = "reactivate the workload (spec.active: true)"
         elif pending is not None and pending.message:
             why = f"not admitted: {pending.message.rstrip('.')}"
             evidence["condition"] = {
@@ -108,16 +113,15 @@ class Gates:
                 "reason": pending.reason,
                 "message": pending.message,
             }
+            if pending.type == ADMITTED:  # quota is reserved: admission checks are pending
+                fix["action"] = "wait for the workload's admission checks"
         else:
             why = "not admitted yet"
         queue = f" in queue {wl.spec.queue_name}" if wl.spec.queue_name else ""
         return GateVerdict(
             f"It is waiting for Kueue admission: Workload {name}{queue} is {why}{also}.",
             evidence,
-            {
-                "action": "free or raise the ClusterQueue's quota, or wait for admission",
-                "workload": name,
-            },
+            fix,
         )
 
 

@@ -633,3 +633,37 @@ def mixed_queue(nodes: int = 10, pods: int = 40) -> list[dict[str, Any]]:
     kinds = ("g8", "g6numa", "g4numa", "g1")
     objs += [pending(f"p-{i:03d}", kinds[i % 4]) for i in range(pods)]
     return objs
+
+
+def gated() -> list[dict[str, Any]]:
+    """Pods that would fit now, held back by scheduling gates: one by Kueue (its Workload short
+    of quota), one by another controller's gate."""
+    kueue_gate = {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "pod-queued-1a2b3",
+            "namespace": "default",
+            "ownerReferences": [{"kind": "Pod", "name": "queued", "uid": "uid-queued"}],
+        },
+        "spec": {"queueName": "main", "podSets": [{"name": "main", "count": 1}]},
+        "status": {
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "False",
+                    "reason": "Pending",
+                    "message": "insufficient quota for nvidia.com/gpu in flavor h100.",
+                }
+            ]
+        },
+    }
+    return [
+        device_class(),
+        *gpu_node("node-0"),
+        gpu_template("four", 4, numa=True),
+        pending("queued", "four", spec_extra=kueue_gate),
+        pending("approval", "four", spec_extra={"schedulingGates": [{"name": "example.com/ok"}]}),
+        workload,
+    ]

@@ -70,6 +70,7 @@ CLAIM_SPEC = {
 
 POD_SPEC = {
     "nodeName": "h100-0",
+    "schedulingGates": [{"name": "example.com/quota"}],
     "nodeSelector": {"nvidia.com/gpu.present": "true"},
     "affinity": {
         "nodeAffinity": {
@@ -424,6 +425,40 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             "parameters": {"ValidUntilSeconds": "600"},
         },
         "status": {"conditions": [{"type": "Provisioned", "status": "True"}]},
+    },
+    ("kueue.x-k8s.io/v1beta1", "Workload"): {
+        "metadata": {
+            **NS_META,
+            "name": "job-trainer-3f2a1",
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "trainer", "uid": "u-1"}
+            ],
+        },
+        "spec": {"queueName": "team-a", "podSets": [{"name": "main", "count": 4}]},
+        "status": {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
+            },
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
+        },
+    },
+    ("kueue.x-k8s.io/v1beta2", "Workload"): {
+        "metadata": {
+            **NS_META,
+            "name": "job-trainer-3f2a1",
+            "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "trainer", "uid": "u-1"}
+            ],
+        },
+        "spec": {"queueName": "team-a", "podSets": [{"name": "main", "count": 4}]},
+        "status": {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
+            },
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
+        },
     },
     ("draplan.io/v1alpha1", "NodePool"): {
         "metadata": {**META, "name": "p5"},

@@ -428,6 +428,7 @@ ALL: list[tuple[Callable[[], Objs], Profile | None]] = [
     (scenario_numa, None),
     (scenario_gang, None),
     (scenario_pcie, None),
+    (sc.gated, None),
 ]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import DATA
 from draplan import __version__
 from draplan.cli.demo import example_path
 
@@ -146,3 +147,18 @@ def test_kubectl_plugin_entry_point() -> None:
     )
     assert proc.returncode == 0
     assert "kubectl draplan" in proc.stdout
+
+
+def test_a_whole_dump_directory_with_other_kinds_works(run_cli: Any) -> None:
+    # `-f dir/`: the realistic dump beside a `kubectl get all` style file and Kueue's Workload.
+    realistic = str(DATA / "realistic")
+    for command in ("validate", "why", "schedule", "scale"):
+        result = run_cli(command, "-f", realistic)
+        assert result.code == 0, (command, result.err)
+        notices = result.err.splitlines()
+        assert notices == [
+            "notice: skipped 1 Deployment (apps/v1): not a kind draplan reads",
+            "notice: skipped 1 Job (batch/v1): not a kind draplan reads",
+            "notice: skipped 1 ReplicaSet (apps/v1): not a kind draplan reads",
+            "notice: skipped 2 Service (v1): not a kind draplan reads",
+        ], command

@@ -246,10 +246,11 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
         "Workload (scheduling.k8s.io/v1alpha2)": 1,
     }
     assert result.json()["devicesPerDriver"] == {"gpu.example.com": 8}
-    # The absent group is one notice line, not a failure.
-    assert result.err.strip() == (
-        "notice: API group scheduling.x-k8s.io is not served: no PodGroups read"
-    )
+    # An absent group is one notice line, not a failure.
+    assert result.err.strip().splitlines() == [
+        "notice: API group scheduling.x-k8s.io is not served: no PodGroups read",
+        "notice: API group kueue.x-k8s.io is not served: no Workloads read",
+    ]
     assert {method for method, _, _ in fake.requests} == {"GET"}
     lists = [(p, q) for _, p, q in fake.requests if "limit" in q]
     assert all(q["limit"] == ["500"] for _, q in lists)
@@ -257,6 +258,20 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
     pods = [q for p, q in lists if p == "/api/v1/pods"]
     assert len(pods) == 2 and "status.phase!=Succeeded" in pods[0]["fieldSelector"][0]
     _no_secrets(result.out, result.err)
+
+
+def test_kueue_workloads_are_read_when_served(serve: Any, tmp_path: Path) -> None:
+    fake = serve("dra-v1", "common", "kueue")
+    notes: list[str] = []
+    read = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, fake.url)), notify=notes.append
+    )
+    # Only v1beta1 is served: the preferred v1beta2 is not, so v1beta1 is read.
+    assert read.counts["Workload (kueue.x-k8s.io/v1beta1)"] == 1
+    assert not any("kueue" in n for n in notes)
+    (workload,) = [o for o, _ in read.objects if getattr(o, "api_version", "").startswith("kueue")]
+    assert workload.metadata.name == "pod-pending-0-1a2b3"
+    assert "/apis/kueue.x-k8s.io/v1beta1/workloads" in {p for _, p, _ in fake.requests}
 
 
 def test_older_resource_version_is_converted_to_v1(serve: Any, tmp_path: Path) -> None:

@@ -107,7 +107,7 @@ def test_json_shape(run_cli: Any, cluster: str) -> None:
     assert res.code == 0, res.err
     doc = res.json()
     assert list(doc) == ["pods", "summary"]
-    assert doc["summary"] == {"scheduled": 3, "unschedulable": 2}
+    assert doc["summary"] == {"scheduled": 3, "unschedulable": 2, "gated": 0}
     pods = {p["name"]: p for p in doc["pods"]}
     assert sorted(pods) == ["a-gpu", "b-cpu", "c-huge", "d-eight", "e-named"]  # not "bound"
     for p in doc["pods"]:
@@ -287,7 +287,7 @@ def test_gang_through_the_cli(run_cli: Any, tmp_path: Path) -> None:
     ]
     path = write(tmp_path / "gang.yaml", objs)
     doc = run_cli("schedule", "-f", path, "-o", "json").json()
-    assert doc["summary"] == {"scheduled": 0, "unschedulable": 3}
+    assert doc["summary"] == {"scheduled": 0, "unschedulable": 3, "gated": 0}
     assert all(p["node"] is None and p["claims"] == [] for p in doc["pods"])
     gang_reasons = [p["reason"] for p in doc["pods"] if "fit together" in p["reason"]["message"]]
     assert len(gang_reasons) == 2

@@ -306,3 +306,52 @@ def test_node_pools_in_a_labelled_configmap(tmp_path: Path) -> None:
         ("ConfigMap", "settings"),  # unlabelled: kept as it is, unread
     ]
     assert objects[1][1] == f'{path}: ConfigMap "kube-system/pools": data.b.yaml'
+
+
+def test_kinds_draplan_does_not_read_are_skipped_with_one_notice_per_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    realistic = Path(__file__).parent / "data" / "realistic"
+    notes: list[str] = []
+    objects = load_objects([str(realistic / "other-kinds.yaml")], notify=notes.append)
+    # The ConfigMap is a kind draplan reads (a labelled one carries NodePools): kept.
+    assert [(o.kind, o.metadata.name) for o, _ in objects] == [("ConfigMap", "kube-root-ca.crt")]
+    assert notes == [
+        "skipped 1 Deployment (apps/v1): not a kind draplan reads",
+        "skipped 1 Job (batch/v1): not a kind draplan reads",
+        "skipped 1 ReplicaSet (apps/v1): not a kind draplan reads",
+        "skipped 2 Service (v1): not a kind draplan reads",
+    ]
+    # By default the notices go to stderr, one line each.
+    load_objects([str(realistic)])
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"notice: {n}" for n in notes]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "skipped"),
+    [
+        ("apps/v1", "StatefulSet", True),
+        ("kueue.x-k8s.io/v1beta1", "ClusterQueue", True),  # Kueue's other kinds
+        ("scheduling.volcano.sh/v1beta1", "PodGroup", True),  # a PodGroup of another group
+        ("v1", "Secret", True),
+        ("resource.k8s.io/v9", "ResourceClaim", False),  # a kind draplan reads, unknown version
+        ("resource.k8s.io/v1", "ResourceSlab", False),  # resource.k8s.io is read in full
+        ("draplan.io/v1alpha1", "NodePol", False),  # draplan's own group
+        ("scheduling.k8s.io/v1", "Workload", False),
+    ],
+)
+def test_which_kinds_are_skipped(
+    tmp_path: Path, api_version: str, kind: str, skipped: bool
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        json.dumps({"apiVersion": api_version, "kind": kind, "metadata": {"name": "a"}})
+    )
+    notes: list[str] = []
+    if skipped:
+        assert load_objects([str(path)], notify=notes.append) == []
+        assert notes == [f"skipped 1 {kind} ({api_version}): not a kind draplan reads"]
+    else:
+        with pytest.raises(BadInput, match="unsupported"):
+            load_objects([str(path)], notify=notes.append)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from draplan.api import autoscaling, core_v1, draplan_v1alpha1, resource_v1, scheduling
+from draplan.api import autoscaling, core_v1, draplan_v1alpha1, kueue, resource_v1, scheduling
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 from draplan.api.quantity import Quantity
@@ -40,10 +40,33 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("scheduling.k8s.io/v1beta1", "PodGroup"): scheduling.PodGroupV1Beta1,
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): scheduling.CoschedulingPodGroup,
     ("autoscaling.x-k8s.io/v1", "ProvisioningRequest"): autoscaling.ProvisioningRequest,
+    ("kueue.x-k8s.io/v1beta1", "Workload"): kueue.KueueWorkloadV1Beta1,
+    ("kueue.x-k8s.io/v1beta2", "Workload"): kueue.KueueWorkload,
     ("draplan.io/v1alpha1", "NodePool"): draplan_v1alpha1.NodePool,
     ("draplan.io/v1alpha1", "SchedulerProfile"): draplan_v1alpha1.SchedulerProfile,
     ("draplan.io/v1alpha1", "Scenario"): draplan_v1alpha1.Scenario,
 }
+
+# Groups draplan reads in full: an unknown kind there is a mistake (or an API too new to
+# judge), not another tool's object.
+STRICT_GROUPS = frozenset({"draplan.io", "resource.k8s.io"})
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+_MODELLED = frozenset((group_of(v), k) for v, k in KINDS)
+
+
+def is_modelled(api_version: object, kind: object) -> bool:
+    """Whether draplan reads objects of this kind (in any version of its group). Objects
+    without a usable apiVersion or kind count as modelled, so decoding reports them."""
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not kind:
+        return True
+    group = group_of(api_version)
+    return group in STRICT_GROUPS or (group, kind) in _MODELLED
+
 
 _PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
@@ -157,6 +180,8 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     cls = KINDS.get((api_version, kind))
     if cls is None:
         known = sorted(v for (v, k) in KINDS if k == kind)
+        same_group = [v for v in known if group_of(v) == group_of(api_version)]
+        known = same_group or known
         if not known:
             raise BadInput(
                 f"unsupported kind {kind!r} (apiVersion {api_version})",

@@ -110,6 +110,12 @@ class PodSchedulingGroup(KubeStruct, frozen=True):
     pod_group_name: str
 
 
+class PodSchedulingGate(KubeStruct, frozen=True):
+    """Pod spec.schedulingGates[] (KEP-3521): the pod is not scheduled while any remains."""
+
+    name: str
+
+
 class PodSpec(KubeStruct, frozen=True):
     node_name: str = ""
     node_selector: dict[str, str] = {}
@@ -124,6 +130,7 @@ class PodSpec(KubeStruct, frozen=True):
     scheduler_name: str = ""
     workload_ref: WorkloadReference | None = None
     scheduling_group: PodSchedulingGroup | None = None
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
 
 
 class PodResourceClaimStatus(KubeStruct, frozen=True):

@@ -428,6 +428,7 @@ def validate_pod(pod: core_v1.Pod) -> None:
                 "exactly one of resourceClaimName or resourceClaimTemplateName is required",
             )
     check_unique((rc.name for rc in pod.spec.resource_claims), "spec.resourceClaims")
+    check_unique((g.name for g in pod.spec.scheduling_gates), "spec.schedulingGates")
     names = {rc.name for rc in pod.spec.resource_claims}
     for c, container in enumerate(pod.spec.containers):
         for k, ref in enumerate(container.resources.claims):

@@ -21,6 +21,7 @@ from draplan.allocator import Reason, allocate
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import PoolAdvisor
 from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
@@ -37,6 +38,7 @@ from draplan.scheduler.plugins.noderesources import insufficient
 from draplan.scheduler.reasons import reason_code
 
 CATEGORIES = (
+    SCHEDULING_GATED,
     "NoMatchingDevice",
     "GangIncomplete",
     "Schedulable",
@@ -157,6 +159,7 @@ class Auditor:
         self.gangs = find_gangs(state)
         self.matcher = DeviceMatcher(state)
         self.mover = Mover(state, self.scheduler, self.gangs)
+        self.gates = Gates(state)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
@@ -183,9 +186,12 @@ class Auditor:
     # --- per pod: the categories that do not depend on capacity -------------------------
 
     def _configuration(self, pod: Pod) -> tuple[list[ResourceClaim], int, Diagnosis | None]:
-        """The pod's claims and device count, and NoMatchingDevice or GangIncomplete (judged
-        on the input state, before anything is placed)."""
+        """The pod's claims and device count, and SchedulingGated, NoMatchingDevice or
+        GangIncomplete (judged on the input state, before anything is placed)."""
         key = key_of(pod)
+        gated = self.gates.verdict(pod)  # judged first: the scheduler never sees the pod
+        if gated is not None:
+            return [], 0, Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix)
         try:
             claims = pod_claims(self.state, pod)
         except ClaimNotFound as err:

@@ -26,7 +26,7 @@ from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose, choose_by
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
-from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.cluster.podresources import is_gated, is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims, requested_devices
@@ -103,7 +103,12 @@ class ClassOption:
 
 
 def pending_pods(state: ClusterState) -> list[Pod]:
-    return [p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)]
+    """Pods waiting for a node; gated pods are not: no autoscaler scales for them."""
+    return [
+        p
+        for _, p in sorted(state.pods.items())
+        if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
+    ]
 
 
 def _devices(new: NewNode) -> int:

@@ -19,11 +19,11 @@ from draplan.api.core_v1 import PodTemplate, PodTemplateSpec
 from draplan.api.meta import ObjectMeta
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
 from draplan.autoscaler.provreq import with_status
-from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.cmd_schedule import gate_text, load_profile
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import ClusterState
-from draplan.scheduler import build_profile
+from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler import build_profile, gated_pods
 from draplan.scheduler.gangs import find_gangs
 
 
@@ -135,8 +135,13 @@ def scale(
         chain,
         legacy=legacy,
     )
+    gated = gated_pods(state)
     plan = autoscaler.plan(state)
     doc = plan.to_dict()
+    doc["gated"] = [
+        {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
+        for p in gated
+    ]
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
@@ -172,6 +177,12 @@ def scale(
                 "still pending",
                 ["NAMESPACE", "NAME", "REASON"],
                 [(*p["pod"].split("/", 1), p["reason"].get("message", "")) for p in doc["pending"]],
+            )
+        if gated:
+            emit_table(
+                "scheduling-gated (not scaled for)",
+                ["NAMESPACE", "NAME", "REASON"],
+                [(*key_of(p), gate_text(p)) for p in gated],
             )
 
 

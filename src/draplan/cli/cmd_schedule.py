@@ -8,14 +8,14 @@ import click
 
 from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import decode, encode
-from draplan.api.core_v1 import Binding, ObjectReference
+from draplan.api.core_v1 import Binding, ObjectReference, Pod
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
-from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.common import filename_option, load_state, output_option, shown_namespace
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import ClusterState
-from draplan.scheduler import PodResult, Scheduler, build_profile
+from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler import PodResult, Scheduler, build_profile, gated_pods
 from draplan.sources import read_documents
 
 
@@ -43,6 +43,21 @@ def result_doc(r: PodResult) -> dict[str, Any]:
         "claims": [encode(c) for c in r.claims],
         "reason": r.reason.to_dict() if r.reason is not None else None,
     }
+
+
+def gated_doc(pod: Pod) -> dict[str, Any]:
+    return {
+        "namespace": pod.metadata.namespace,
+        "name": pod.metadata.name,
+        "node": None,
+        "claims": [],
+        "reason": None,
+        "schedulingGates": [g.name for g in pod.spec.scheduling_gates],
+    }
+
+
+def gate_text(pod: Pod) -> str:
+    return "waiting for scheduling gates: " + ", ".join(g.name for g in pod.spec.scheduling_gates)
 
 
 def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str, Any]]:
@@ -113,11 +128,20 @@ def schedule(
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
     profile = build_profile(load_profile(profile_path))
     state = load_state(filenames)
+    gated = gated_pods(state)
     results = Scheduler(profile).run(state)
+    namespace = shown_namespace()
+    if namespace is not None:
+        results = [r for r in results if r.key[0] == namespace]
+        gated = [p for p in gated if p.metadata.namespace == namespace]
     scheduled = sum(1 for r in results if r.node)
     doc: dict[str, Any] = {
-        "pods": [result_doc(r) for r in results],
-        "summary": {"scheduled": scheduled, "unschedulable": len(results) - scheduled},
+        "pods": [result_doc(r) for r in results] + [gated_doc(p) for p in gated],
+        "summary": {
+            "scheduled": scheduled,
+            "unschedulable": len(results) - scheduled,
+            "gated": len(gated),
+        },
     }
     problems = check_results(state, results) if check else []
     if check:
@@ -147,8 +171,13 @@ def schedule(
                 r.reason.message if r.reason else "",
             ]
             rows.append([*row, ",".join(devices) or "<none>"] if wide else row)
+        for pod in gated:
+            # kube-scheduler's PodScheduled reason for a pod it keeps out of its queue.
+            row = [*key_of(pod), "SchedulingGated", "<none>", 0, gate_text(pod)]
+            rows.append([*row, "<none>"] if wide else row)
         emit_table(
-            f"{scheduled} scheduled, {len(results) - scheduled} unschedulable",
+            f"{scheduled} scheduled, {len(results) - scheduled} unschedulable"
+            + (f", {len(gated)} gated" if gated else ""),
             [*headers, "ALLOCATED"] if wide else headers,
             rows,
         )

@@ -52,6 +52,13 @@ class InputSettings:
         return LiveOptions(kubeconfig=self.kubeconfig, context=self.context, namespace=namespace)
 
 
+def shown_namespace() -> str | None:
+    """The namespace whose pods a command shows (`-n` without `-A`); None shows all. Only
+    output is filtered: pods of other namespaces still hold capacity and queue ahead."""
+    settings = input_settings()
+    return None if settings.all_namespaces else settings.namespace
+
+
 def input_settings() -> InputSettings:
     """The current command's input settings (defaults outside a command)."""
     ctx = click.get_current_context(silent=True)
@@ -82,8 +89,9 @@ def _live_options() -> list[Callable[[F], F]]:
             "-n",
             "--namespace",
             metavar="NAME",
-            help="Read namespaced objects of one namespace (ResourceClaims are always read in "
-            "all: their allocations occupy devices cluster-wide).",
+            help="Show the pods of one namespace. From a cluster, read namespaced objects of "
+            "that namespace only (ResourceClaims are always read in all: their allocations "
+            "occupy devices cluster-wide); from files, everything is still read.",
             **common,
         ),
         click.option(

@@ -49,3 +49,10 @@ def node_allocatable(node: Node) -> Resources:
 
 def is_terminal(pod: Pod) -> bool:
     return pod.status.phase in ("Succeeded", "Failed")
+
+
+def is_gated(pod: Pod) -> bool:
+    """spec.schedulingGates is not empty: kube-scheduler keeps the pod out of its active queue
+    (the SchedulingGates PreEnqueue plugin, KEP-3521) and Cluster Autoscaler never scales for
+    it (its PodScheduled reason is SchedulingGated, not Unschedulable)."""
+    return bool(pod.spec.scheduling_gates)

@@ -11,7 +11,13 @@ from draplan.api.codec import KINDS, decode
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
-from draplan.api.resource_v1 import DeviceClass, ResourceClaimTemplate, ResourceSlice
+from draplan.api.resource_v1 import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from draplan.cluster.podresources import is_terminal
 from draplan.migrate.check import CheckRow, CheckStep
 from draplan.migrate.edits import Edit, Path, get
 from draplan.migrate.inputs import SourceFile, objects_of, read_files
@@ -70,6 +76,9 @@ class Migration:
     templates: list[TemplateResult]
     cluster: list[tuple[KubeStruct, str]]
     checks: list[CheckRow] = field(default_factory=list)
+    # What runs now: bound Pods (but the ones being migrated) and ResourceClaims, so a check
+    # judges the migrated pods against the capacity left, not against empty nodes.
+    running: list[tuple[KubeStruct, str]] = field(default_factory=list)
 
     def pods(self) -> Iterator[tuple[SiteResult, Pod, Pod]]:
         """Each site as a typed Pod before and after, validated (for checks and tests)."""
@@ -98,7 +107,8 @@ def migrate(
         raise BadInput(f"unsupported value {topology!r}: auto or none", path="--topology")
     files = read_files(paths)
     kinds = ResourceSlice | Node | DeviceClass | ResourceClaimTemplate
-    cluster = [*_cluster_objects(files), *((o, s) for o, s in cluster if isinstance(o, kinds))]
+    live = list(cluster)
+    cluster = [*_cluster_objects(files), *((o, s) for o, s in live if isinstance(o, kinds))]
     classes = [o for o, _ in cluster if isinstance(o, DeviceClass)]
     mapping = load_mapping(mapping_file).with_classes(classes)
     topo = Topology(cluster) if topology == "auto" else None
@@ -110,6 +120,7 @@ def migrate(
                 planner.plan_object(file.source, (f, c, prefix), obj)
     out = render_files(files, planner.sites, planner.templates.results)
     migration = Migration(out, planner.sites, planner.templates.results, cluster)
+    migration.running = _running(files, live, planner.sites)
     if check is not None:
         migration.checks = check(migration)
     return migration
@@ -123,6 +134,32 @@ def _cluster_objects(files: Sequence[SourceFile]) -> list[tuple[KubeStruct, str]
                 kind, version = obj.get("kind"), obj.get("apiVersion")
                 if kind in _CLUSTER_KINDS and (version, kind) in KINDS:
                     out.append((decode(obj, source=file.source), file.source))
+    return out
+
+
+def _running(
+    files: Sequence[SourceFile],
+    live: Sequence[tuple[KubeStruct, str]],
+    sites: Sequence[SiteResult],
+) -> list[tuple[KubeStruct, str]]:
+    """Bound, unfinished Pods and every ResourceClaim of the files and the live cluster; Pods
+    that are themselves migrated are left out (their check places them anew)."""
+    migrated = {(s.namespace, s.name) for s in sites if s.kind == "Pod"}
+    found = list(live)
+    for file in files:
+        for chunk in file.chunks:
+            for _, obj in objects_of(chunk.data):
+                kind, version = obj.get("kind"), obj.get("apiVersion")
+                if kind in ("Pod", "ResourceClaim") and (version, kind) in KINDS:
+                    found.append((decode(obj, source=file.source), file.source))
+    out: list[tuple[KubeStruct, str]] = []
+    for obj, source in found:
+        if isinstance(obj, ResourceClaim):
+            out.append((obj, source))
+        elif isinstance(obj, Pod) and obj.spec.node_name and not is_terminal(obj):
+            meta = obj.metadata
+            if (meta.namespace, meta.name) not in migrated:
+                out.append((obj, source))
     return out
 
 

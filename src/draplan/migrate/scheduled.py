@@ -1,11 +1,17 @@
-"""`migrate --check`: schedule each original and migrated pod, alone, on the given cluster with
-the real scheduler, and say what changed; when a migrated pod fits nowhere, the auditor says why.
+"""`migrate --check`: schedule every replica of each original and migrated pod on the given
+cluster as it runs now (its bound pods and allocated claims hold their share) with the real
+scheduler, and say what changed; when a replica fits nowhere, the auditor says why.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
+import msgspec
+
 from draplan.api.codec import decode
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Container, Pod
 from draplan.api.meta import KubeStruct
 from draplan.audit import why
 from draplan.cluster.state import ClusterState, key_of
@@ -14,37 +20,93 @@ from draplan.migrate.plan import Migration
 from draplan.scheduler import Scheduler
 
 
-def _place(objects: list[KubeStruct], pod: Pod) -> tuple[str | None, str]:
-    """(node, reason) for `pod` scheduled alone on the cluster."""
-    pod = _named(pod)
-    state = ClusterState.from_objects([*objects, pod])
-    for result in Scheduler().run(state):
-        if result.key == key_of(pod):
-            if result.node:
-                return result.node, ""
-            break
-    diagnoses = [d for d in why(state) if d.pod == key_of(pod)]
-    if diagnoses:
-        return None, f"{diagnoses[0].category}: {diagnoses[0].message}"
-    return None, "cannot fit"
+@dataclass(frozen=True)
+class Placement:
+    """Where each replica went (None: nowhere), and why the first one left out fits nowhere."""
+
+    nodes: tuple[str | None, ...]
+    reason: str = ""
+
+    @property
+    def placed(self) -> list[str]:
+        return [n for n in self.nodes if n]
 
 
-def _named(pod: Pod) -> Pod:
-    """Templates have no pod name; the check needs one to track the pod."""
-    import msgspec
+def _place(objects: list[KubeStruct], pod: Pod, replicas: int) -> Placement:
+    """`replicas` copies of `pod` (unbound) scheduled together on the cluster."""
+    pods = _replicas(pod, replicas)
+    state = ClusterState.from_objects([*objects, *pods])
+    found = {r.key: r.node for r in Scheduler().run(state)}
+    nodes = tuple(found.get(key_of(p)) for p in pods)
+    left = [key_of(p) for p, node in zip(pods, nodes, strict=True) if node is None]
+    if not left:
+        return Placement(nodes)
+    # Judged on the input state: the auditor places the queue itself.
+    state = ClusterState.from_objects([*objects, *pods])
+    diagnoses = [d for d in why(state) if d.pod == left[0]]
+    reason = f"{diagnoses[0].category}: {diagnoses[0].message}" if diagnoses else "cannot fit"
+    return Placement(nodes, reason)
 
-    if pod.metadata.name and pod.metadata.namespace:
-        return pod
-    meta = msgspec.structs.replace(
-        pod.metadata,
-        name=pod.metadata.name or "migrated",
-        namespace=pod.metadata.namespace or "default",
+
+def _replicas(pod: Pod, count: int) -> list[Pod]:
+    """The pod's replicas as the API server would create them (requests defaulted from
+    limits), named apart (templates have no pod name), without a node."""
+    name = pod.metadata.name or "migrated"
+    namespace = pod.metadata.namespace or "default"
+    spec = msgspec.structs.replace(
+        pod.spec,
+        node_name="",
+        containers=tuple(_defaulted(c) for c in pod.spec.containers),
+        init_containers=tuple(_defaulted(c) for c in pod.spec.init_containers),
     )
-    return msgspec.structs.replace(pod, metadata=meta)
+    out = []
+    for i in range(count):
+        meta = msgspec.structs.replace(
+            pod.metadata, name=name if count == 1 else f"{name}-replica-{i}", namespace=namespace
+        )
+        out.append(msgspec.structs.replace(pod, metadata=meta, spec=spec))
+    return out
+
+
+def _defaulted(container: Container) -> Container:
+    """A resource with a limit and no request requests its limit (core/v1 defaulting), so a
+    manifest's `limits: {nvidia.com/gpu: 2}` asks for two GPUs."""
+    res = container.resources
+    requests = {**res.limits, **res.requests}
+    if requests == res.requests:
+        return container
+    return msgspec.structs.replace(
+        container, resources=msgspec.structs.replace(res, requests=requests)
+    )
+
+
+def _where(nodes: list[str]) -> str:
+    counts = Counter(nodes)
+    return ", ".join(f"{n} x{c}" if c > 1 else n for n, c in counts.items())
+
+
+def _fits(p: Placement) -> str:
+    placed, total = p.placed, len(p.nodes)
+    if total == 1:
+        return f"fits {placed[0]}"
+    if len(placed) == total:
+        return f"fits {total} replicas: {_where(placed)}"
+    return f"fits {len(placed)} of {total} replicas: {_where(placed)}"
+
+
+def _after_text(before: Placement, after: Placement) -> str:
+    if not after.placed:
+        return "cannot fit any more" if before.placed else "cannot fit"
+    text = _fits(after)
+    if len(after.placed) < len(before.placed):
+        return f"{text} (fewer than the {len(before.placed)} before)"
+    if before.placed and Counter(after.placed) != Counter(before.placed):
+        return f"{text} (different node)"
+    return text
 
 
 def scheduler_check(migration: Migration) -> list[CheckRow]:
-    """One row per migrated pod spec: where it fits before and after."""
+    """One row per migrated pod spec: where its replicas fit before and after."""
     cluster = [o for o, _ in migration.cluster]
     present = {(getattr(o, "kind", ""), key_of(o)) for o in cluster}
     templates = []
@@ -57,16 +119,13 @@ def scheduler_check(migration: Migration) -> list[CheckRow]:
         )
         if (obj.kind, key_of(obj)) not in present:  # type: ignore[attr-defined]
             templates.append(obj)
+    running = [o for o, _ in migration.running]
     rows = []
-    for site, before, after in migration.pods():
-        node_before, why_before = _place(cluster, before)
-        node_after, why_after = _place([*cluster, *templates], after)
-        text_before = f"fits {node_before}" if node_before else f"cannot fit ({why_before})"
-        if node_after is None:
-            text_after = "cannot fit any more" if node_before else "cannot fit"
-        elif node_before and node_after != node_before:
-            text_after = f"fits {node_after} (different node)"
-        else:
-            text_after = f"fits {node_after}"
-        rows.append(CheckRow(site.label, text_before, text_after, why_after))
+    for site, original, migrated in migration.pods():
+        # A DaemonSet's pods (replicas None) are checked as one.
+        replicas = max(1, site.site.replicas or 1)
+        before = _place([*cluster, *running], original, replicas)
+        after = _place([*cluster, *templates, *running], migrated, replicas)
+        text_before = _fits(before) if before.placed else f"cannot fit ({before.reason})"
+        rows.append(CheckRow(site.label, text_before, _after_text(before, after), after.reason))
     return rows

@@ -13,7 +13,7 @@ import msgspec
 
 from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
-from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.cluster.podresources import is_gated, is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator
 from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
@@ -304,13 +304,17 @@ class Scheduler:
         state: ClusterState,
         only: set[ObjectKey] | None = None,
     ) -> list[PodResult]:
-        """Schedule every pending pod (or those in `only`) in queue order; gangs as units."""
+        """Schedule every pending pod (or those in `only`) in queue order; gangs as units.
+        Gated pods never enter the queue: they get no result."""
         classes, default = priority_table(state)
         gangs = find_gangs(state) if self.gangs else {}
         pending = [
             p
             for p in state.pods.values()
-            if not p.spec.node_name and not is_terminal(p) and (only is None or key_of(p) in only)
+            if not p.spec.node_name
+            and not is_terminal(p)
+            and not is_gated(p)
+            and (only is None or key_of(p) in only)
         ]
         pending.sort(key=lambda p: sort_key(p, classes, default))
         results: list[PodResult] = []
@@ -324,7 +328,11 @@ class Scheduler:
                 continue
             done.add(gang.key)
             members = [state.pods[k] for k in gang.members if k in state.pods]
-            waiting = [p for p in members if not p.spec.node_name and not is_terminal(p)]
+            waiting = [
+                p
+                for p in members
+                if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
+            ]
             waiting.sort(key=lambda p: sort_key(p, classes, default))
             bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
             results.extend(self.schedule_gang(state, gang, waiting, bound))

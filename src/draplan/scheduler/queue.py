@@ -1,10 +1,11 @@
 """Queue order: priority (spec.priority or its PriorityClass), then creation time, then name;
-a gang takes the place of its first member."""
+a gang takes the place of its first member. Gated pods stay out of the queue."""
 
 from __future__ import annotations
 
 from draplan.api.core_v1 import Pod
 from draplan.api.scheduling import PriorityClass
+from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState
 
 
@@ -30,3 +31,13 @@ def sort_key(
         pod.metadata.namespace,
         pod.metadata.name,
     )
+
+
+def gated_pods(state: ClusterState) -> list[Pod]:
+    """Unbound pods held back by scheduling gates, in name order: neither scheduled nor
+    scaled for until their gates are removed."""
+    return [
+        p
+        for _, p in sorted(state.pods.items())
+        if not p.spec.node_name and not is_terminal(p) and is_gated(p)
+    ]

@@ -18,7 +18,7 @@ from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.templates import POOL_LABEL, NewNode, add_new_node
-from draplan.cluster.podresources import is_terminal
+from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler, build_profile
 from draplan.sim.metrics import Recorder
@@ -196,7 +196,11 @@ class Simulation:
                     self._push(self.now + job.duration, FINISH, name)
 
     def _pending(self) -> list[Pod]:
-        return [p for p in self.state.pods.values() if not p.spec.node_name and not is_terminal(p)]
+        return [
+            p
+            for p in self.state.pods.values()
+            if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
+        ]
 
     def _tick(self) -> None:
         # Nothing changed since the last plan: the same plan would come out (upcoming nodes

@@ -3,14 +3,16 @@
 from collections.abc import Sequence
 
 from draplan.api.meta import KubeStruct
-from draplan.sources.files import Document, load_files, read_documents
+from draplan.sources.files import Document, Notify, load_files, read_documents, stderr_notice
 from draplan.sources.nodepools import expand_node_pools
 
 
-def load_objects(paths: Sequence[str]) -> list[tuple[KubeStruct, str]]:
+def load_objects(
+    paths: Sequence[str], notify: Notify | None = stderr_notice
+) -> list[tuple[KubeStruct, str]]:
     """Typed, validated objects with the file each came from; NodePools kept in ConfigMaps
-    are unpacked."""
-    return expand_node_pools(load_files(paths))
+    are unpacked; kinds draplan does not read are skipped with a notice to `notify`."""
+    return expand_node_pools(load_files(paths, notify))
 
 
-__all__ = ["Document", "load_files", "load_objects", "read_documents"]
+__all__ = ["Document", "Notify", "load_files", "load_objects", "read_documents", "stderr_notice"]

@@ -6,7 +6,8 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from draplan.api.codec import decode
+from draplan.api.codec import decode, is_modelled
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 
@@ -147,7 +148,33 @@ def _is_list(data: Any) -> bool:
     return isinstance(data, dict) and str(data.get("kind", "")).endswith("List")
 
 
-def load_files(paths: Sequence[str]) -> list[tuple[KubeStruct, str]]:
-    """Typed, validated objects with the file each came from, exactly as written."""
+def stderr_notice(message: str) -> None:
+    sys.stderr.write(f"notice: {message}\n")
+
+
+Notify = Callable[[str], None]
+
+
+def load_files(
+    paths: Sequence[str], notify: Notify | None = stderr_notice
+) -> list[tuple[KubeStruct, str]]:
+    """Typed, validated objects with the file each came from, exactly as written.
+
+    Kinds draplan does not read (a Deployment or Service in a `kubectl get all` dump) are
+    skipped, one notice per kind with a count; objects of the kinds it reads must be valid.
+    """
+    out: list[tuple[KubeStruct, str]] = []
+    skipped: Counter[str] = Counter()
     with _gc_paused():
-        return [(decode(doc.data, source=doc.source), doc.source) for doc in read_documents(paths)]
+        for doc in read_documents(paths):
+            data = doc.data
+            if isinstance(data, dict):
+                api_version, kind = data.get("apiVersion"), data.get("kind")
+                if not is_modelled(api_version, kind):
+                    skipped[f"{kind} ({api_version})"] += 1
+                    continue
+            out.append((decode(data, source=doc.source), doc.source))
+    if notify is not None:
+        for what, count in sorted(skipped.items()):
+            notify(f"skipped {count} {what}: not a kind draplan reads")
+    return out

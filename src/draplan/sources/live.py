@@ -7,7 +7,6 @@ the same on a cluster and on a snapshot of it.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from draplan.api.codec import decode
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
-from draplan.sources.files import _gc_paused
+from draplan.sources.files import _gc_paused, stderr_notice
 from draplan.sources.kubeclient import Access, Connection, Forbidden, PageCallback, connect
 from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
 from draplan.sources.kubeconvert import VERSIONS as RESOURCE_VERSIONS
@@ -100,6 +99,15 @@ RESOURCES: tuple[Resource, ...] = (
         ("v1",),
         namespaced=True,
     ),
+    # Kueue's admission state, for pods it holds back with its scheduling gate.
+    Resource(
+        "kueue.x-k8s.io",
+        "Workload",
+        "workloads",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+    ),
     # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
     Resource(
         "",
@@ -135,10 +143,6 @@ class LiveRead:
     versions: dict[str, str] = field(default_factory=dict)  # group -> first version read
     requests: int = 0
     seconds: float = 0.0
-
-
-def _stderr_notice(message: str) -> None:
-    sys.stderr.write(f"notice: {message}\n")
 
 
 class _Discovery:
@@ -290,7 +294,7 @@ def _read_one(
 
 
 def read_cluster(
-    options: LiveOptions, notify: Callable[[str], None] | None = _stderr_notice
+    options: LiveOptions, notify: Callable[[str], None] | None = stderr_notice
 ) -> LiveRead:
     """Everything draplan reads from the cluster `options` points at; notices go to `notify`."""
     start = time.perf_counter()

@@ -49,7 +49,7 @@ class MoveOption:
     def text(self) -> str:
         moves = ", ".join(f"{pod} to {node}" for pod, node in self.move.items())
         places = ", ".join(f"{pod} fits on {node}" for pod, node in self.place.items())
-        head = f"move {moves} so " if moves else "after the moves above, "
+        head = f"move {moves} so " if moves else "once the other moves are made, "
         return f"{head}{places}: one {self.pool} node fewer (${self.saving:.2f}/h)"
 
 

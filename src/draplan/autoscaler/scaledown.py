@@ -2,7 +2,9 @@
 placed elsewhere by the same scheduler; never break a running gang; honour safe-to-evict; never
 remove what the same pass's scale-up needs.
 
-Cluster Autoscaler's RunOnce (core/static_autoscaler.go) returns right after a successful
+Cluster Autoscaler packs the pending pods that fit existing nodes onto them in its snapshot
+before anything else (core/podlistprocessor/filter_out_schedulable.go), so the room they take
+is not unneeded; its RunOnce (core/static_autoscaler.go) returns right after a successful
 scale-up ("No scale down in this iteration") and then waits --scale-down-delay-after-add
 (10 minutes) before removing anything; pods evicted by a scale-down may only go to registered
 nodes, never to upcoming ones (its podDestinations exclude them). One pass of draplan reports

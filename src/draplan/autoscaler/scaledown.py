@@ -16,6 +16,7 @@ delay.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +71,7 @@ def plan_scale_down(
     added_pools = {pool_name(state, n) for n in added} - {""}
     added_shapes = [node_shape(state, n) for n in added]
     pending = _distinct(state, scheduler, needs.pending)
+    members = Counter(pool_name(state, n) for n in state.nodes.values())
     for name in sorted(state.nodes.keys()):
         if name in needs.added or name in needs.used:
             continue
@@ -80,10 +82,8 @@ def plan_scale_down(
         if added_shapes and any(node_shape(state, node).matches(s) for s in added_shapes):
             continue
         pool = node_pool(state, node)
-        if pool is not None:
-            members = sum(1 for n in state.nodes.values() if pool_name(state, n) == group)
-            if members <= pool.spec.min_nodes:
-                continue
+        if pool is not None and members[group] <= pool.spec.min_nodes:
+            continue
         utilization = scale_down_utilization(state, node)
         if utilization > THRESHOLD:
             continue
@@ -113,6 +113,7 @@ def plan_scale_down(
             what = f"{len(pods)} pod(s) fit elsewhere" if pods else "no pod uses it"
             reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
             removals.append(Removal(name, reason, group, bool(needs.added)))
+            members[group] -= 1
     return removals
 
 

@@ -238,6 +238,14 @@ def test_legacy_unused_node_reports_the_topology_mismatch() -> None:
     assert "instead" not in wasted["reason"] and "Insufficient" not in wasted["reason"]
 
 
+def test_legacy_table_shows_the_count_views_mistake(run_cli: Any) -> None:
+    out = _scale(run_cli, "--legacy").out
+    assert "AUTOSCALER" in out and "0 wasted" in out.splitlines()[0]
+    # Cells wrap across lines: look for the words, not the sentence.
+    words = set(out.split())
+    assert {"count", "view", "planned"} <= words and "(ConstraintUnsatisfiable:" in out
+
+
 # --- shapes -----------------------------------------------------------------------------------
 
 

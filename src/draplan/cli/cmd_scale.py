@@ -205,10 +205,17 @@ def scale(
                 [(r["node"], r.get("pool", ""), r["reason"]) for r in doc["scaleDown"]],
             )
         if doc["pending"]:
+            # The pools' side (and, in a legacy plan, the count view's mistake) in wide output
+            # and always for --legacy, whose point is that mistake.
+            why_pools = wide or legacy
             emit_table(
                 "still pending",
-                ["NAMESPACE", "NAME", "REASON"],
-                [(*p["pod"].split("/", 1), p["reason"].get("message", "")) for p in doc["pending"]],
+                ["NAMESPACE", "NAME", "REASON"] + (["AUTOSCALER"] if why_pools else []),
+                [
+                    [*p["pod"].split("/", 1), p["reason"].get("message", "")]
+                    + ([p["reason"].get("autoscaler", "")] if why_pools else [])
+                    for p in doc["pending"]
+                ],
             )
 
 

@@ -610,6 +610,7 @@ def test_plan_shape() -> None:
     doc, state = plan_api(scenario_numa())
     assert list(doc) == [
         "scaleUp",
+        "moves",
         "scaleDown",
         "wasted",
         "provisioningRequests",

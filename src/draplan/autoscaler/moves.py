@@ -8,11 +8,13 @@ a pod that stays cannot move, running gangs are never broken, safe-to-evict is h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import combinations
 
 from draplan.api.core_v1 import Pod
 from draplan.autoscaler.scaledown import SAFE_TO_EVICT
+from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
@@ -27,12 +29,34 @@ def label(key: ObjectKey) -> str:
     return f"{key[0]}/{key[1]}"
 
 
+def price_tiers(state: ClusterState) -> list[list[str]]:
+    """Node names grouped by price per hour, cheapest first; nodes without a price last."""
+    tiers: dict[float, list[str]] = {}
+    for name, node in sorted(state.nodes.items()):
+        price = price_per_hour(state, node)
+        tiers.setdefault(math.inf if price is None else price, []).append(name)
+    return [tiers[p] for p in sorted(tiers)]
+
+
 class Mover:
-    def __init__(self, state: ClusterState, scheduler: Scheduler, gangs: dict[ObjectKey, Gang]):
+    def __init__(
+        self,
+        state: ClusterState,
+        scheduler: Scheduler,
+        gangs: dict[ObjectKey, Gang],
+        by_price: bool = False,
+        fixed: frozenset[ObjectKey] = frozenset(),
+    ):
+        """`by_price`: a moved pod goes to the cheapest node that takes it, not where the
+        scheduler would score it best; `fixed`: pods that must not move (say, placed by a
+        plan but not running yet)."""
         self.state = state
         self.scheduler = scheduler
         self.gangs = gangs
+        self.by_price = by_price
+        self.fixed = fixed
         self._on_node: dict[str, list[ObjectKey]] | None = None
+        self._tiers: list[list[str]] | None = None
 
     def pods_on(self, node: str) -> list[ObjectKey]:
         """Running pods per node, indexed once (audits run on one unchanging state)."""
@@ -61,7 +85,9 @@ class Mover:
         out = []
         for key in self.pods_on(node):
             pod = self.state.pods[key]
-            if key in self.gangs or pod.metadata.annotations.get(SAFE_TO_EVICT) == "false":
+            if key in self.gangs or key in self.fixed:
+                continue
+            if pod.metadata.annotations.get(SAFE_TO_EVICT) == "false":
                 continue
             out.append((self._held(key), key))
         return sorted(out)
@@ -94,11 +120,23 @@ class Mover:
                 return None
             out = {}
             for key in keys:
-                result = self.scheduler.schedule_pod(state, state.pods[key])
-                if result.node is None:
+                target = self._place(state.pods[key])
+                if target is None:
                     return None
-                out[label(key)] = result.node
+                out[label(key)] = target
             return out
+
+    def _place(self, pod: Pod) -> str | None:
+        """Bind a moved pod where it goes (see `by_price`); None if nowhere."""
+        if not self.by_price:
+            return self.scheduler.schedule_pod(self.state, pod).node
+        if self._tiers is None:
+            self._tiers = price_tiers(self.state)  # nodes do not change during an audit
+        for tier in self._tiers:
+            node = self.scheduler.schedule_pod(self.state, pod, tier).node
+            if node is not None:
+                return node
+        return None
 
     def together(self, pods: Sequence[Pod], nodes: list[str] | None = None) -> int:
         """How many of `pods` the scheduler places one after another (on `nodes` only)."""

@@ -10,6 +10,7 @@ from typing import Any
 from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ProvisioningRequest
 from draplan.api.codec import to_builtins
 from draplan.api.meta import Condition
+from draplan.autoscaler.alternatives import MoveOption, move_options
 from draplan.autoscaler.legacy import lossy_state
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
 from draplan.autoscaler.provreq import (
@@ -22,11 +23,12 @@ from draplan.autoscaler.provreq import (
     provreq_pods,
     supported,
 )
-from draplan.autoscaler.scaledown import Removal, plan_scale_down
+from draplan.autoscaler.scaledown import Needs, Removal, plan_scale_down
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
+from draplan.scheduler.claims import release_claims
 from draplan.scheduler.core import unbound
 from draplan.scheduler.gangs import find_gangs
 
@@ -42,10 +44,13 @@ class Wasted:
 class Plan:
     scale_up: list[Option] = field(default_factory=list)
     scale_down: list[Removal] = field(default_factory=list)
+    moves: list[MoveOption] = field(default_factory=list)  # instead of some new nodes
     wasted: list[Wasted] = field(default_factory=list)
     provisioning: list[tuple[ProvisioningRequest, list[Condition]]] = field(default_factory=list)
     pending: list[tuple[ObjectKey, FitReason | None, str]] = field(default_factory=list)
     placed_on_new: set[ObjectKey] = field(default_factory=set)
+    # Pods the legacy count view planned on a new node that still pend: the real mismatch.
+    mismatches: dict[ObjectKey, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         wasted_nodes = {w.node for w in self.wasted}
@@ -60,7 +65,8 @@ class Plan:
                 }
                 for o in self.scale_up
             ],
-            "scaleDown": [{"node": r.node, "reason": r.reason} for r in self.scale_down],
+            "moves": [m.to_dict() for m in self.moves],
+            "scaleDown": [r.to_dict() for r in self.scale_down],
             "wasted": [{"pool": w.pool, "node": w.node, "reason": w.reason} for w in self.wasted],
             "provisioningRequests": [
                 {
@@ -285,48 +291,54 @@ class Autoscaler:
                 )
             )
         results = {r.key: r for r in self.scheduler.run(state)}
+        hosting = {p.spec.node_name for p in state.pods.values() if p.spec.node_name}
         for option in real_options:
             for new in option.nodes:
                 name = new.node.metadata.name
-                hosted = [
-                    k for k in intended.get(name, ()) if k in results and results[k].node == name
-                ]
-                if hosted:
+                keys = option.intended.get(name, [])
+                # The node may host other pods of the plan: the count view's mistake is what
+                # each stranded pod meets on it, not the room those pods took.
+                why = {
+                    k: self._mismatch(state, k, name, results)
+                    for k in keys
+                    if k in state.pods and not state.pods[k].spec.node_name
+                }
+                for key, text in why.items():
+                    plan.mismatches[key] = f"the count view planned it on {name}: {text}"
+                if name in hosting:
                     continue
-                plan.wasted.append(
-                    Wasted(
-                        option.pool.metadata.name,
-                        name,
-                        self._why_not(state, intended.get(name, []), name, results),
-                    )
-                )
+                placed = [
+                    f"{k[0]}/{k[1]} was placed on {state.pods[k].spec.node_name} instead"
+                    for k in keys
+                    if k in state.pods and state.pods[k].spec.node_name
+                ]
+                stranded = [f"{k[0]}/{k[1]}: {text}" for k, text in why.items()]
+                text = "; ".join(stranded + placed) or "the count view planned no pod on it"
+                plan.wasted.append(Wasted(option.pool.metadata.name, name, text))
             plan.scale_up.append(option)
 
-    def _why_not(
-        self,
-        state: ClusterState,
-        keys: list[ObjectKey],
-        node: str,
-        results: dict[ObjectKey, PodResult],
+    def _mismatch(
+        self, state: ClusterState, key: ObjectKey, node: str, results: dict[ObjectKey, PodResult]
     ) -> str:
-        for key in keys:
-            pod = state.pods.get(key)
-            if pod is None or pod.spec.node_name == node:
-                continue
-            if pod.spec.node_name:
-                return f"{key[0]}/{key[1]} was placed on {pod.spec.node_name} instead"
-            done = results.get(key)
-            if done is not None and done.gang and done.reason is not None:
-                # A gang member is judged with its gang: alone it might fit.
-                return f"{key[0]}/{key[1]}: {done.reason.message}"
-            with state.forked():
-                result = self.scheduler.schedule_pod(state, unbound(pod), [node])
-            if result.reason is not None:
-                detail = result.reason.evidence.get("allocator", {}).get(node)
-                extra = f" ({detail['code']}: {detail['message']})" if detail else ""
-                return f"{key[0]}/{key[1]}: {result.reason.message}{extra}"
-            return f"{key[0]}/{key[1]} fits there alone but the scheduler placed it nowhere"
-        return "no pod it was added for landed on it"
+        """Why the real scheduler will not put pending pod `key` on new node `node`, judged on
+        the node emptied of the plan's other pods."""
+        done = results.get(key)
+        if done is not None and done.gang and done.reason is not None:
+            return done.reason.message  # a gang member is judged with its gang
+        on_node = {k for k, p in state.pods.items() if p.spec.node_name == node}
+        with state.forked():
+            release_claims(state, on_node)  # pods placed this pass: no claim reaches beyond
+            for k in sorted(on_node):
+                state.unbind_pod(state.pods[k])
+            result = self.scheduler.schedule_pod(state, unbound(state.pods[key]), [node])
+        if result.reason is None:
+            return (
+                "it fits on the node alone, not beside the pods placed there (a device count "
+                "does not show how their devices, partitions or counters overlap)"
+            )
+        detail = result.reason.evidence.get("allocator", {}).get(node)
+        extra = f" ({detail['code']}: {detail['message']})" if detail else ""
+        return f"{result.reason.message}{extra}"
 
     def plan(
         self,
@@ -334,13 +346,15 @@ class Autoscaler:
         now: datetime | None = None,
         explain: bool = True,
         scale_down: bool = True,
+        moves: bool = False,
     ) -> Plan:
         """`explain=False` skips the per-pod reasons and `scale_down=False` the removals (a
-        simulation that only needs the scale-up)."""
+        simulation that only needs the scale-up); `moves=True` looks for moves that spare new
+        nodes (DRA-aware plans only)."""
         plan = Plan()
         now = now or default_now(state)
         existing_nodes = set(state.nodes.keys())
-        before_pending = {key_of(p) for p in pending_pods(state)}
+        originals = {key_of(p): p for p in pending_pods(state)}
         self._provisioning(state, plan, now)
         refused: dict[ObjectKey, str] = {}
         if self.legacy:
@@ -350,21 +364,41 @@ class Autoscaler:
             plan.scale_up.extend(scale_up.options)
             refused = scale_up.reasons
         new_nodes = set(state.nodes.keys()) - existing_nodes
-        for key in before_pending:
+        used: set[str] = set()  # existing nodes this pass's pending pods were placed on
+        for key in originals:
             pod = state.pods.get(key)
-            if pod is not None and pod.spec.node_name in new_nodes:
+            if pod is None or not pod.spec.node_name:
+                continue
+            if pod.spec.node_name in new_nodes:
                 plan.placed_on_new.add(key)
-        protected = new_nodes
+            else:
+                used.add(pod.spec.node_name)
+        if moves and not self.legacy and plan.scale_up:
+            plan.moves = move_options(state, self.scheduler, plan.scale_up, originals)
+        for option in plan.moves:
+            used.update(option.place.values())
+            used.update(option.move.values())
+        if explain:
+            # Judged before scale-down: why a pod still pends does not depend on nodes it
+            # cannot use going away, and a pool's template may copy a node scale-down removes.
+            plan.pending.extend(self._explain(state, refused, plan.mismatches))
+        else:
+            plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
-            plan.scale_down = plan_scale_down(state, self.scheduler, state.node_pools, protected)
-        still = pending_pods(state)
-        if not explain:
-            plan.pending.extend((key_of(pod), None, "") for pod in still)
-            return plan
+            needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
+            plan.scale_down = plan_scale_down(state, self.scheduler, needs)
+        return plan
+
+    def _explain(
+        self, state: ClusterState, refused: dict[ObjectKey, str], notes: dict[ObjectKey, str]
+    ) -> list[tuple[ObjectKey, FitReason | None, str]]:
+        """Each pod that still pends: the scheduler's reason, what the pools can do, and
+        `notes` (the legacy view's mismatch)."""
+        out = []
         gangs = find_gangs(state) if self.scheduler.gangs else {}
         judged: dict[ObjectKey, PodResult] = {}
         planner = self.planner(state)  # for what the pools could do, one for every pod
-        for pod in still:
+        for pod in pending_pods(state):
             key = key_of(pod)
             gang = gangs.get(key)
             if key not in judged:
@@ -376,9 +410,10 @@ class Autoscaler:
                         judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
             result = judged.get(key)
             reason = result.reason if result is not None else None
-            why = refused.get(key)
-            plan.pending.append((key, reason, _pool_reason(state, planner, pod, why)))
-        return plan
+            why = _pool_reason(state, planner, pod, refused.get(key))
+            note = notes.get(key)
+            out.append((key, reason, f"{why}; {note}" if why and note else why or note or ""))
+        return out
 
 
 def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None) -> str:

@@ -1,13 +1,29 @@
 """Scale-down: remove under-utilized nodes only when every pod on them, claims included, can be
-placed elsewhere by the same scheduler; never break a running gang; honour safe-to-evict."""
+placed elsewhere by the same scheduler; never break a running gang; honour safe-to-evict; never
+remove what the same pass's scale-up needs.
+
+Cluster Autoscaler packs the pending pods that fit existing nodes onto them in its snapshot
+before anything else (core/podlistprocessor/filter_out_schedulable.go), so the room they take
+is not unneeded; its RunOnce (core/static_autoscaler.go) returns right after a successful
+scale-up ("No scale down in this iteration") and then waits --scale-down-delay-after-add
+(10 minutes) before removing anything; pods evicted by a scale-down may only go to registered
+nodes, never to upcoming ones (its podDestinations exclude them). One pass of draplan reports
+both halves, so it keeps the halves consistent: nodes of a pool or shape the pass adds to are
+never removed, nor nodes the pass's pending pods were placed on or could use, moved pods go to
+existing nodes only, and removals in a pass that adds nodes are marked as coming after the
+delay.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from draplan.api.draplan_v1alpha1 import NodePool
-from draplan.autoscaler.templates import POOL_LABEL, pool_members
+from draplan.api.core_v1 import Pod
+from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
+from draplan.cluster.nodepools import node_pool, pool_name
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler
@@ -16,26 +32,57 @@ from draplan.scheduler.gangs import find_gangs
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 THRESHOLD = 0.5  # --scale-down-utilization-threshold and --scale-down-gpu-utilization-threshold
+NAMED = 3  # pending pods named in a removal's reason at most
 
 
 @dataclass(frozen=True)
 class Removal:
     node: str
     reason: str
+    pool: str = ""
+    delayed: bool = False  # after --scale-down-delay-after-add: the same pass adds nodes
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"node": self.node, "reason": self.reason}
+        if self.pool:
+            out["pool"] = self.pool
+        if self.delayed:
+            out["delayedByScaleUp"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the same pass's scale-up needs kept."""
+
+    added: frozenset[str] = frozenset()  # nodes the pass adds
+    used: frozenset[str] = frozenset()  # existing nodes its pending pods or moves use
+    pending: Sequence[Pod] = field(default_factory=tuple)  # pods that still pend after it
 
 
 def plan_scale_down(
-    state: ClusterState, scheduler: Scheduler, pools: dict[str, NodePool], protected: set[str]
+    state: ClusterState, scheduler: Scheduler, needs: Needs | None = None
 ) -> list[Removal]:
     """Candidates in name order; each accepted removal is kept in `state` for the next one."""
+    needs = needs or Needs()
     removals: list[Removal] = []
     gangs = find_gangs(state)
+    added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
+    added_pools = {pool_name(state, n) for n in added} - {""}
+    added_shapes = [node_shape(state, n) for n in added]
+    pending = _distinct(state, scheduler, needs.pending)
+    members = Counter(pool_name(state, n) for n in state.nodes.values())
     for name in sorted(state.nodes.keys()):
-        if name in protected:
+        if name in needs.added or name in needs.used:
             continue
         node = state.nodes[name]
-        pool = pools.get(node.metadata.labels.get(POOL_LABEL, ""))
-        if pool is not None and len(pool_members(state, pool)) <= pool.spec.min_nodes:
+        group = pool_name(state, node)
+        if group in added_pools:
+            continue
+        if added_shapes and any(node_shape(state, node).matches(s) for s in added_shapes):
+            continue
+        pool = node_pool(state, node)
+        if pool is not None and members[group] <= pool.spec.min_nodes:
             continue
         utilization = scale_down_utilization(state, node)
         if utilization > THRESHOLD:
@@ -45,6 +92,9 @@ def plan_scale_down(
             continue
         if any(key_of(p) in gangs for p in pods):
             continue  # never break a running gang
+        unusable = _unusable(state, scheduler, name, pending)
+        if unusable is None:
+            continue  # a pending pod fits there: capacity the pass's pods need
         keys = {key_of(p) for p in pods}
         with state.forked():
             if release_claims(state, keys):
@@ -52,11 +102,48 @@ def plan_scale_down(
             for pod in pods:
                 state.unbind_pod(pod)
             state.remove_node(name)
-            moved = all(scheduler.schedule_pod(state, state.pods[k]).node for k in sorted(keys))
+            targets = sorted(set(state.nodes) - needs.added) if needs.added else None
+            moved = all(
+                scheduler.schedule_pod(state, state.pods[k], targets).node for k in sorted(keys)
+            )
             if moved:
                 state.commit()
                 state.fork()
         if moved:
             what = f"{len(pods)} pod(s) fit elsewhere" if pods else "no pod uses it"
-            removals.append(Removal(name, f"utilization {utilization:.2f} <= {THRESHOLD}; {what}"))
+            reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
+            removals.append(Removal(name, reason, group, bool(needs.added)))
+            members[group] -= 1
     return removals
+
+
+def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[Pod]:
+    """One pod per scheduling shape: pods of one shape fit the same nodes."""
+    seen: set[bytes] = set()
+    out = []
+    for pod in sorted(pods, key=key_of):
+        shape = scheduler.shape_of(state, pod)
+        if shape not in seen:
+            seen.add(shape)
+            out.append(pod)
+    return out
+
+
+def _unusable(
+    state: ClusterState, scheduler: Scheduler, name: str, pending: list[Pod]
+) -> str | None:
+    """None when one of the pending pods fits on node `name` as it is; else why none can
+    use it (the scheduler's reasons on that node), as a clause for the removal's reason."""
+    why: list[str] = []
+    for pod in pending:
+        with state.forked():
+            result = scheduler.schedule_pod(state, pod, [name])
+        if result.node is not None:
+            return None
+        if result.reason is not None and len(why) < NAMED:
+            key = key_of(pod)
+            why.append(f"{key[0]}/{key[1]}: {', '.join(result.reason.nodes)}")
+    if not why:
+        return ""
+    more = f"; {len(pending) - len(why)} more" if len(pending) > len(why) else ""
+    return f"; no pending pod can use it ({'; '.join(why)}{more})"

@@ -26,6 +26,10 @@ from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import build_profile, gated_pods
 from draplan.scheduler.gangs import find_gangs
 
+TARGET_SIZE = "draplan.io/target-size-increase"
+# Moves that would spare some of the pool's new nodes: the user's other choice.
+MOVES_INSTEAD = "draplan.io/moves-instead"
+
 
 def gang_requests(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
     """For every gang the plan scales up, the PodTemplates and a best-effort-atomic
@@ -89,9 +93,11 @@ def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> l
     for name, n in sorted(added.items()):
         pool = state_pools[name]
         doc = encode(pool)
-        doc.setdefault("metadata", {}).setdefault("annotations", {})[
-            "draplan.io/target-size-increase"
-        ] = str(n)
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[TARGET_SIZE] = str(n)
+        instead = [m.text() for m in plan.moves if m.pool == name]
+        if instead:
+            annotations[MOVES_INSTEAD] = "; ".join(instead)
         out.append(doc)
     return out
 
@@ -109,6 +115,12 @@ def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> l
 @click.option("--max-nodes-total", type=int, help="Cluster-wide node limit.")
 @click.option("--max-devices-total", type=int, help="Cluster-wide DRA device limit.")
 @click.option("--max-cost-per-hour", type=float, help="Cap on the cost the plan adds.")
+@click.option(
+    "--moves/--no-moves",
+    default=True,
+    show_default=True,
+    help="Show moves of running pods that would spare new nodes (DRA-aware plans).",
+)
 @output_option
 def scale(
     filenames: tuple[str, ...],
@@ -118,6 +130,7 @@ def scale(
     max_nodes_total: int | None,
     max_devices_total: int | None,
     max_cost_per_hour: float | None,
+    moves: bool,
     output: str,
 ) -> None:
     """Plan node additions (and removals) for the pending pods, from the NodePools given."""
@@ -136,7 +149,7 @@ def scale(
         legacy=legacy,
     )
     gated = gated_pods(state)
-    plan = autoscaler.plan(state)
+    plan = autoscaler.plan(state, moves=moves)
     doc = plan.to_dict()
     doc["gated"] = [
         {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
@@ -160,6 +173,23 @@ def scale(
                 for u in doc["scaleUp"]
             ],
         )
+        if doc["moves"]:
+            saving = round(sum(m["savingPerHour"] for m in doc["moves"]), 4)
+            emit_table(
+                f"or move running pods instead of adding {len(doc['moves'])} of these nodes "
+                f"(saves ${saving}/h; checked by the scheduler)",
+                (["INSTEAD OF"] if wide else []) + ["POOL", "SAVES/H", "MOVE", "THEN"],
+                [
+                    ([m["insteadOf"]] if wide else [])
+                    + [
+                        m["pool"],
+                        m["savingPerHour"],
+                        ", ".join(f"{p} to {n}" for p, n in m["move"].items()) or "-",
+                        ", ".join(f"{p} on {n}" for p, n in m["place"].items()),
+                    ]
+                    for m in doc["moves"]
+                ],
+            )
         if doc["wasted"]:
             emit_table(
                 "wasted nodes",
@@ -167,16 +197,30 @@ def scale(
                 [(w["pool"], w["node"], w["reason"]) for w in doc["wasted"]],
             )
         if doc["scaleDown"]:
+            delayed = any(r.get("delayedByScaleUp") for r in doc["scaleDown"])
             emit_table(
-                "scale-down",
-                ["NODE", "REASON"],
-                [(r["node"], r["reason"]) for r in doc["scaleDown"]],
+                "scale-down"
+                + (
+                    " after --scale-down-delay-after-add (Cluster Autoscaler removes nothing "
+                    "in a loop that adds nodes)"
+                    if delayed
+                    else ""
+                ),
+                ["NODE", "POOL", "REASON"],
+                [(r["node"], r.get("pool", ""), r["reason"]) for r in doc["scaleDown"]],
             )
         if doc["pending"]:
+            # The pools' side (and, in a legacy plan, the count view's mistake) in wide output
+            # and always for --legacy, whose point is that mistake.
+            why_pools = wide or legacy
             emit_table(
                 "still pending",
-                ["NAMESPACE", "NAME", "REASON"],
-                [(*p["pod"].split("/", 1), p["reason"].get("message", "")) for p in doc["pending"]],
+                ["NAMESPACE", "NAME", "REASON"] + (["AUTOSCALER"] if why_pools else []),
+                [
+                    [*p["pod"].split("/", 1), p["reason"].get("message", "")]
+                    + ([p["reason"].get("autoscaler", "")] if why_pools else [])
+                    for p in doc["pending"]
+                ],
             )
         if gated:
             emit_table(

@@ -1,0 +1,260 @@
+"""`draplan scale` on the platform engineer's dump (issue 15, points 5 and 7): a pass never
+adds and removes the same pool or shape, scale-down spares what the pass's pending pods need,
+moves that spare a new node are shown beside the scale-up, and the legacy view's unused nodes
+carry the real mismatch.
+
+Variants are the dump minus some objects (`_objects(drop=...)`) or plus
+`realistic/l4-serving.yaml`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from draplan.api.meta import KubeStruct
+from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.moves import Mover
+from draplan.autoscaler.shapes import node_shape
+from draplan.cluster.nodepools import pool_name, price_per_hour
+from draplan.cluster.state import ClusterState
+from draplan.scheduler import Scheduler
+from draplan.scheduler.claims import release_claims
+from draplan.scheduler.gangs import find_gangs
+from draplan.sources.files import load_files
+
+DUMP = Path(__file__).parent / "data" / "realistic"
+FILES = [str(DUMP / "cluster.yaml"), str(DUMP / "pools.yaml")]
+L4_SERVING = str(DUMP / "l4-serving.yaml")
+# gpu-h100-b runs embed-0 only (1 of 8 GPUs); train-8-0 is the one pod wanting an H100 node.
+H100_B_LIGHT = ("finetune-b", "finetune-b-gpu", "finetune-numa-0", "kueue-job-0")
+FINETUNE = ("research", "finetune-numa-0")
+EMBED = ("serving", "embed-0")
+
+
+def _objects(*extra: str, drop: tuple[str, ...] = ()) -> list[tuple[KubeStruct, str]]:
+    return [
+        (obj, source)
+        for obj, source in load_files([*FILES, *extra])
+        if not (type(obj).__name__ in ("Pod", "ResourceClaim") and obj.metadata.name in drop)
+    ]
+
+
+def _state(*extra: str, drop: tuple[str, ...] = ()) -> ClusterState:
+    return ClusterState.from_objects(_objects(*extra, drop=drop))
+
+
+def _plan(*extra: str, drop: tuple[str, ...] = (), legacy: bool = False) -> tuple[Plan, Any]:
+    state = _state(*extra, drop=drop)
+    plan = Autoscaler(legacy=legacy).plan(state, moves=True)
+    return plan, plan.to_dict()
+
+
+def _removed_pools(doc: dict[str, Any]) -> set[str]:
+    return {r["pool"] for r in doc["scaleDown"]}
+
+
+def _added_pools(doc: dict[str, Any]) -> set[str]:
+    return {u["pool"] for u in doc["scaleUp"]}
+
+
+# --- point 5: one pass, no contradiction ------------------------------------------------------
+
+
+def test_dump_removes_no_node_of_an_added_pool_nor_one_a_pending_pod_was_placed_on() -> None:
+    """Before: +2 h100 and scale-down of gpu-a100-a (where infer-mig-0 was just placed) and
+    of both L4 nodes, in the same pass."""
+    before = _state()
+    state = _state()
+    plan = Autoscaler().plan(state, moves=True)
+    doc = plan.to_dict()
+    assert _added_pools(doc) == {"h100"}
+    removed = {r["node"] for r in doc["scaleDown"]}
+    assert "h100" not in _removed_pools(doc)
+    mig_node = state.pods[("serving", "infer-mig-0")].spec.node_name
+    assert mig_node.startswith("gpu-a100-") and mig_node not in removed
+    new = [n.node for o in plan.scale_up for n in o.nodes]
+    for name in removed:
+        shape = node_shape(before, before.nodes[name])
+        assert not any(shape.matches(node_shape(state, n)) for n in new)
+    # Cluster Autoscaler removes nothing in a loop that scaled up: these come after the delay.
+    assert doc["scaleDown"] and all(r["delayedByScaleUp"] for r in doc["scaleDown"])
+
+
+def test_dump_l4_node_unusable_by_the_pending_l4_pod_is_not_needed_and_says_why() -> None:
+    """infer-l4-0 wants an L4 but does not tolerate the L4 nodes' taint: an idle L4 node is
+    not capacity it needs. gpu-l4-a stays only because the offered move puts embed-0 there."""
+    _, doc = _plan()
+    [l4] = [r for r in doc["scaleDown"] if r["pool"] == "l4"]
+    assert l4["node"] == "gpu-l4-b"
+    assert (
+        "serving/infer-l4-0: node(s) had untolerated taint {nvidia.com/gpu: present}"
+        in (l4["reason"])
+    )
+    assert "gpu-l4-a" in {t for m in doc["moves"] for t in m["move"].values()}
+
+
+def test_light_h100_node_is_not_removed_while_an_h100_node_is_added() -> None:
+    """gpu-h100-b at 1/8 GPUs: before, the pass bought an h100 node for train-8-0 and removed
+    gpu-h100-b (embed-0 moved to gpu-h100-a). Now gpu-h100-b stays, and the cheaper choice is
+    offered: move embed-0 to an L4 node and train-8-0 fits on gpu-h100-b."""
+    _, doc = _plan(drop=H100_B_LIGHT)
+    assert _added_pools(doc) == {"h100"}
+    assert "gpu-h100-b" not in {r["node"] for r in doc["scaleDown"]}
+    [move] = doc["moves"]
+    assert move["place"] == {"research/train-8-0": "gpu-h100-b"}
+    assert move["move"] == {"serving/embed-0": "gpu-l4-a"}
+    assert move["pool"] == "h100" and move["savingPerHour"] == 98.32
+    assert move["insteadOf"] in doc["scaleUp"][0]["nodes"]
+
+
+def test_l4_jobs_add_l4_nodes_and_no_l4_node_is_removed() -> None:
+    """With l4-serving.yaml: two 4-GPU L4 jobs pend beside one small pod per L4 node. Before,
+    the pass added 2 L4 nodes and removed gpu-l4-a (its pod moved to gpu-l4-b)."""
+    _, doc = _plan(L4_SERVING)
+    assert "l4" in _added_pools(doc)
+    assert "l4" not in _removed_pools(doc)
+    [move] = [m for m in doc["moves"] if m["pool"] == "l4"]
+    assert move["savingPerHour"] == 4.6
+    assert set(move["move"]) <= {"serving/asr-0", "serving/asr-1"}
+    assert set(move["move"].values()) | set(move["place"].values()) <= {"gpu-l4-a", "gpu-l4-b"}
+    assert set(move["place"]) <= {"serving/batch-l4-0", "serving/batch-l4-1"}
+
+
+# --- point 5b: moves beside the scale-up ------------------------------------------------------
+
+
+def test_dump_offers_moving_embed_off_h100_b_for_finetune_numa() -> None:
+    _, doc = _plan()
+    [move] = doc["moves"]
+    assert move["place"] == {"research/finetune-numa-0": "gpu-h100-b"}
+    assert move["move"] == {"serving/embed-0": "gpu-l4-a"}
+    assert move["pool"] == "h100" and move["savingPerHour"] == 98.32
+    nodes = {n for u in doc["scaleUp"] for n in u["nodes"]}
+    assert move["insteadOf"] in nodes
+
+
+def test_offered_move_works_on_the_untouched_dump_and_is_needed() -> None:
+    """Replayed by hand with the scheduler: without the move finetune-numa-0 does not fit
+    gpu-h100-b (the control), with it both pods land where the plan says."""
+    state = _state()
+    scheduler = Scheduler()
+    with state.forked():
+        assert scheduler.schedule_pod(state, state.pods[FINETUNE], ["gpu-h100-b"]).node is None
+    assert not release_claims(state, {EMBED})
+    state.unbind_pod(state.pods[EMBED])
+    assert scheduler.schedule_pod(state, state.pods[FINETUNE], ["gpu-h100-b"]).node
+    assert scheduler.schedule_pod(state, state.pods[EMBED], ["gpu-l4-a"]).node
+
+
+def test_moved_pod_goes_to_the_cheapest_node_that_takes_it() -> None:
+    """The scheduler alone would put embed-0 on gpu-h100-a ($98.32/h, two GPUs free); ranked by
+    the price of the node it fills, it goes to an L4 node ($4.60/h)."""
+    state = _state(drop=("kueue-job-0",))
+    scheduler = Scheduler()
+    pod = state.pods[FINETUNE]
+    plain = Mover(state, scheduler, find_gangs(state)).defragment(pod, "gpu-h100-b", 1)
+    cheap = Mover(state, scheduler, find_gangs(state), by_price=True).defragment(
+        pod, "gpu-h100-b", 1
+    )
+    assert plain == {"serving/embed-0": "gpu-h100-a"}
+    assert cheap is not None
+    target = state.nodes[cheap["serving/embed-0"]]
+    assert pool_name(state, target) == "l4" and price_per_hour(state, target) == 4.6
+
+
+def test_pods_placed_by_the_pass_are_never_moved() -> None:
+    """Fixed pods stay put: with embed-0 fixed there is no move that frees gpu-h100-b."""
+    state = _state(drop=("kueue-job-0",))
+    pod = state.pods[FINETUNE]
+    mover = Mover(state, Scheduler(), find_gangs(state), by_price=True, fixed=frozenset({EMBED}))
+    assert mover.defragment(pod, "gpu-h100-b", 1) is None
+
+
+def _scale(run_cli: Any, *args: str) -> Any:
+    flags = [x for f in FILES for x in ("-f", f)]
+    result = run_cli("scale", *flags, *args)
+    assert result.code == 0, result.err
+    return result
+
+
+def test_moves_in_table_and_wide_output(run_cli: Any) -> None:
+    table = _scale(run_cli).out
+    assert "or move running pods instead of adding 1 of these nodes (saves $98.32/h" in table
+    [row] = [line for line in table.splitlines() if "serving/embed-0 to gpu-l4-a" in line]
+    assert row.split()[:2] == ["h100", "98.32"] and "research/finetune-numa-0 on gpu-h100-b" in row
+    wide = _scale(run_cli, "-o", "wide").out
+    header = next(line for line in wide.splitlines() if "SAVES/H" in line)
+    assert header.split()[:3] == ["INSTEAD", "OF", "POOL"]
+
+
+def test_moves_in_json_and_yaml_output(run_cli: Any) -> None:
+    doc = _scale(run_cli, "-o", "json").json()
+    assert [m["move"] for m in doc["moves"]] == [{"serving/embed-0": "gpu-l4-a"}]
+    docs = list(yaml.safe_load_all(_scale(run_cli, "-o", "yaml").out))
+    [pool] = [d for d in docs if d["kind"] == "NodePool"]
+    notes = pool["metadata"]["annotations"]
+    assert notes["draplan.io/target-size-increase"] == "2"
+    assert notes["draplan.io/moves-instead"] == (
+        "move serving/embed-0 to gpu-l4-a so research/finetune-numa-0 fits on gpu-h100-b: "
+        "one h100 node fewer ($98.32/h)"
+    )
+
+
+@pytest.mark.parametrize("output", ["table", "wide", "json", "yaml"])
+def test_no_moves_turns_them_off(run_cli: Any, output: str) -> None:
+    out = _scale(run_cli, "--no-moves", "-o", output).out
+    assert "embed-0" not in out and "moves-instead" not in out
+    if output == "json":
+        assert yaml.safe_load(out)["moves"] == []
+
+
+# --- point 7: the legacy view's unused nodes --------------------------------------------------
+
+
+def test_legacy_nodes_the_plan_uses_are_not_wasted_and_the_stranded_pod_gets_its_reason() -> None:
+    """The count view packs train-pcie-0 (4 H100 on one PCIe root) beside finetune-numa-0 on
+    one new node. Before: both new nodes "wasted" ("placed on h100-1 instead") though both
+    host pods. Now: none wasted, and train-pcie-0 says what it meets on its planned node
+    emptied of the others: no PCIe root holds 4 GPUs, not a shortage."""
+    _, doc = _plan(legacy=True)
+    assert doc["wasted"] == [] and doc["moves"] == []  # moves are for DRA-aware plans
+    [pcie] = [p for p in doc["pending"] if p["pod"] == "research/train-pcie-0"]
+    why = pcie["reason"]["autoscaler"]
+    assert "the count view planned it on h100-" in why and "ConstraintUnsatisfiable" in why
+    assert "Insufficient" not in why
+
+
+def test_legacy_unused_node_reports_the_topology_mismatch() -> None:
+    """Without finetune-numa-0 the count view gives train-pcie-0 a node of its own; it stays
+    empty, and the reason is the allocator's on that node."""
+    _, doc = _plan(drop=("finetune-numa-0",), legacy=True)
+    [wasted] = doc["wasted"]
+    assert wasted["pool"] == "h100"
+    assert wasted["reason"].startswith("research/train-pcie-0: ")
+    assert "ConstraintUnsatisfiable" in wasted["reason"]
+    assert "instead" not in wasted["reason"] and "Insufficient" not in wasted["reason"]
+
+
+def test_legacy_table_shows_the_count_views_mistake(run_cli: Any) -> None:
+    out = _scale(run_cli, "--legacy").out
+    assert "AUTOSCALER" in out and "0 wasted" in out.splitlines()[0]
+    # Cells wrap across lines: look for the words, not the sentence.
+    words = set(out.split())
+    assert {"count", "view", "planned"} <= words and "(ConstraintUnsatisfiable:" in out
+
+
+# --- shapes -----------------------------------------------------------------------------------
+
+
+def test_node_shape_is_the_instance_type_else_the_inventory() -> None:
+    state = _state()
+    shape = {name: node_shape(state, node) for name, node in state.nodes.items()}
+    assert shape["gpu-h100-a"].matches(shape["gpu-h100-b"])
+    assert not shape["gpu-h100-a"].matches(shape["gpu-l4-a"])
+    untyped = {k: type(v)("", v.inventory) for k, v in shape.items()}
+    assert untyped["gpu-a100-a"].matches(untyped["gpu-a100-b"])
+    assert not untyped["gpu-a100-a"].matches(untyped["gpu-l4-a"])
+    assert dict(shape["gpu-a100-a"].inventory)["mig.nvidia.com"] == 2  # parents, not slices

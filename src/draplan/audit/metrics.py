@@ -27,7 +27,6 @@ from typing import Any
 
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import DeviceClass
-from draplan.autoscaler.templates import POOL_LABEL
 from draplan.cel import CelError, compile_selector
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.fragmentation import (
@@ -40,6 +39,7 @@ from draplan.cluster.fragmentation import (
     node_stranding,
     pod_shape,
 )
+from draplan.cluster.nodepools import POOL_LABEL
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import ClaimNotFound, pod_claims

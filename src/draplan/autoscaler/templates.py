@@ -16,9 +16,9 @@ from draplan.api.draplan_v1alpha1 import NODE_NAME_PLACEHOLDER, NodePool
 from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
 from draplan.api.resource_v1 import ResourceSlice
+from draplan.cluster.nodepools import POOL_LABEL, node_pool
 from draplan.cluster.state import ClusterState
 
-POOL_LABEL = "draplan.io/node-pool"
 TEMPLATE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"  # as CA marks templates
 
 
@@ -39,8 +39,14 @@ def _substitute(value: Any, name: str) -> Any:
 
 
 def pool_members(state: ClusterState, pool: NodePool) -> list[Node]:
+    """The pool's existing nodes, by the one rule of `cluster.nodepools` (so Karpenter- or
+    provider-labelled nodes count toward maxNodes, as their autoscaler counts them)."""
     name = pool.metadata.name
-    return [n for _, n in sorted(state.nodes.items()) if n.metadata.labels.get(POOL_LABEL) == name]
+    return [
+        n
+        for _, n in sorted(state.nodes.items())
+        if (found := node_pool(state, n)) is not None and found.metadata.name == name
+    ]
 
 
 def _template_from_node(

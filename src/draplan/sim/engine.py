@@ -17,7 +17,8 @@ from draplan.api.core_v1 import Pod
 from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
-from draplan.autoscaler.templates import POOL_LABEL, NewNode, add_new_node
+from draplan.autoscaler.templates import NewNode, add_new_node
+from draplan.cluster.nodepools import POOL_LABEL
 from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler, build_profile

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draplan.api.core_v1 import Node
-from draplan.autoscaler.templates import POOL_LABEL
 from draplan.cluster.devices import Pool
+from draplan.cluster.nodepools import POOL_LABEL
 from draplan.cluster.state import ClusterState
 from draplan.sim.stranded import StrandedMeter, is_accelerator
 

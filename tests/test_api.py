@@ -370,45 +370,6 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ]
         },
     },
-    ("scheduling.k8s.io/v1alpha3", "Workload"): {
-        "metadata": {**NS_META, "name": "llm"},
-        "spec": {
-            "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "llm"},
-            "podGroupTemplates": [
-                {
-                    "name": "workers",
-                    "schedulingPolicy": {"gang": {"minCount": 8}},
-                    "schedulingConstraints": {"topology": [{"key": "nvidia.com/gpu.clique"}]},
-                    "priorityClassName": "training",
-                    "priority": 1000,
-                    "resourceClaims": [
-                        {"name": "imex", "resourceClaimTemplateName": "imex-channel"}
-                    ],
-                    "disruptionMode": {"all": {}},
-                    "preemptionPolicy": "Never",
-                }
-            ],
-        },
-    },
-    ("scheduling.k8s.io/v1alpha3", "PodGroup"): {
-        "metadata": {**NS_META, "name": "llm-workers"},
-        "spec": {
-            "workloadRef": {"workloadName": "llm", "templateName": "workers"},
-            "schedulingPolicy": {"gang": {"minCount": 8}},
-            "resourceClaims": [{"name": "imex", "resourceClaimName": "llm-imex"}],
-            "disruptionMode": {"single": {}},
-        },
-        "status": {
-            "conditions": [
-                {
-                    "type": "PodGroupInitiallyScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "lastTransitionTime": "2026-09-01T10:00:00Z",
-                }
-            ]
-        },
-    },
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): {
         "metadata": {**NS_META, "name": "llm"},
         "spec": {
@@ -523,6 +484,9 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
     },
 }
+# scheduling.k8s.io/v1alpha3 serves v1beta1's shape (1.37 releases before the beta).
+for _kind in ("Workload", "PodGroup"):
+    OBJECTS[("scheduling.k8s.io/v1alpha3", _kind)] = OBJECTS[("scheduling.k8s.io/v1beta1", _kind)]
 # minNodes 0 is the zero value and is omitted when encoding.
 OBJECTS[("draplan.io/v1alpha1", "NodePool")]["spec"].pop("minNodes")
 

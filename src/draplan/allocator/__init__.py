@@ -3,4 +3,12 @@
 from draplan.allocator.search import allocate, count_candidates, shape_groups
 from draplan.allocator.types import AllocationError, Options, Outcome, Reason
 
-__all__ = ["AllocationError", "Options", "Outcome", "Reason", "allocate", "count_candidates", "shape_groups"]
+__all__ = [
+    "AllocationError",
+    "Options",
+    "Outcome",
+    "Reason",
+    "allocate",
+    "count_candidates",
+    "shape_groups",
+]

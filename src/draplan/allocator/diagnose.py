@@ -245,7 +245,7 @@ def _largest(
 
 
 def group_text(row: dict[str, Any]) -> str:
-    """"at most 2 of the 4 devices it needs share one X" (or are on distinct Xs)."""
+    """ "at most 2 of the 4 devices it needs share one X" (or are on distinct Xs)."""
     if "matchAttribute" in row:
         return (
             f"at most {row['largestGroup']} of the {row['needed']} devices it needs share one "

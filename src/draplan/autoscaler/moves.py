@@ -2,8 +2,13 @@
 a pending pod (defragmentation), and how many members of a gang fit together.
 
 Every simulation runs in a fork that is reverted, so the state is unchanged afterwards; moved
-pods go wherever the real scheduler puts them, under the scale-down rules (a claim shared with
-a pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+pods go where the real scheduler puts them, under the scale-down rules (a claim shared with a
+pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+
+A moved pod goes to the cheapest nodes that take it: nodes are tried in tiers of what they
+cost per hour (cluster.nodepools.price_per_hour), cheapest first; nodes nothing prices come
+after every priced one, smaller ones (allocatable cpu, then memory) first, since a smaller
+node of a cluster costs less. Within a tier the scheduler chooses, as it would.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from itertools import combinations
 
 from draplan.api.core_v1 import Pod
 from draplan.autoscaler.scaledown import SAFE_TO_EVICT
-from draplan.cluster.podresources import is_terminal
+from draplan.cluster.nodepools import price_per_hour
+from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import release_claims
@@ -33,16 +39,49 @@ class Mover:
         self.scheduler = scheduler
         self.gangs = gangs
         self._on_node: dict[str, list[ObjectKey]] | None = None
+        self._tiers: list[list[str]] | None = None
 
     def pods_on(self, node: str) -> list[ObjectKey]:
-        """Running pods per node, indexed once (audits run on one unchanging state)."""
+        """The pods running on `node`: indexed once, on the first call; a pod moved or placed
+        since is not counted (a fix already counts on where it is)."""
         if self._on_node is None:
             index: dict[str, list[ObjectKey]] = {}
             for key, pod in sorted(self.state.pods.items()):
                 if pod.spec.node_name and not is_terminal(pod):
                     index.setdefault(pod.spec.node_name, []).append(key)
             self._on_node = index
-        return self._on_node.get(node, [])
+        pods = self.state.pods
+        return [
+            k for k in self._on_node.get(node, []) if k in pods and pods[k].spec.node_name == node
+        ]
+
+    def tiers(self) -> list[list[str]]:
+        """The nodes grouped by what they cost, cheapest first (see the module's note)."""
+        if self._tiers is None:
+            groups: dict[tuple[int, float, int, int], list[str]] = {}
+            for name, node in sorted(self.state.nodes.items()):
+                price = price_per_hour(self.state, node)
+                alloc = node_allocatable(node)
+                size = (alloc.get("cpu", 0), alloc.get("memory", 0))
+                key = (0, price, 0, 0) if price is not None else (1, 0.0, *size)
+                groups.setdefault(key, []).append(name)
+            self._tiers = [groups[k] for k in sorted(groups)]
+        return self._tiers
+
+    def place_cheaply(self, pod: Pod, away_from: str) -> str | None:
+        """Place a moved pod on the cheapest tier that takes it (never back on `away_from`)."""
+        state = self.state
+        tiers = self.tiers()
+        if len(tiers) == 1:
+            result = self.scheduler.schedule_pod(state, pod)
+            return result.node if result.node != away_from else None
+        for tier in tiers:
+            candidates = [n for n in tier if n != away_from and n in state.nodes]
+            if candidates:
+                result = self.scheduler.schedule_pod(state, pod, candidates)
+                if result.node is not None:
+                    return result.node
+        return None
 
     def _held(self, key: ObjectKey) -> int:
         """Devices allocated to the pod's claims."""
@@ -94,10 +133,10 @@ class Mover:
                 return None
             out = {}
             for key in keys:
-                result = self.scheduler.schedule_pod(state, state.pods[key])
-                if result.node is None:
+                target = self.place_cheaply(state.pods[key], node)
+                if target is None:
                     return None
-                out[label(key)] = result.node
+                out[label(key)] = target
             return out
 
     def together(self, pods: Sequence[Pod], nodes: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from draplan.allocator import AllocationError, shape_groups
+from draplan.allocator.types import TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
@@ -226,7 +227,11 @@ class Reacher:
         for i, row in enumerate(groups):
             if i not in best or row["largestGroup"] > best[i]["largestGroup"]:
                 best[i] = {k: v for k, v in row.items() if k not in ("largestFreeGroup", "value")}
-        return self.scheduler.schedule_pod(state, pod, [node.metadata.name]).node is not None
+        result = self.scheduler.schedule_pod(state, pod, [node.metadata.name])
+        # A search that ran out of budget proves nothing: count the node as a host.
+        return result.node is not None or (
+            result.reason is not None and TIMEOUT in result.reason.nodes
+        )
 
 
 def _price(state: ClusterState, node: Node) -> float | None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
+import msgspec
+
 from draplan.api.core_v1 import Pod
 from draplan.autoscaler.scaledown import SAFE_TO_EVICT
 from draplan.cluster.nodepools import price_per_hour
@@ -69,7 +71,8 @@ class Mover:
         return self._tiers
 
     def place_cheaply(self, pod: Pod, away_from: str) -> str | None:
-        """Place a moved pod on the cheapest tier that takes it (never back on `away_from`)."""
+        """Place a moved pod on the cheapest tier that takes it, never back on `away_from`
+        (which the caller has cordoned in its fork)."""
         state = self.state
         tiers = self.tiers()
         if len(tiers) == 1:
@@ -131,6 +134,9 @@ class Mover:
                 state.unbind_pod(state.pods[key])
             if self.scheduler.schedule_pod(state, pod, [node]).node is None:
                 return None
+            freed = state.nodes[node]
+            cordoned = msgspec.structs.replace(freed.spec, unschedulable=True)
+            state.add_node(msgspec.structs.replace(freed, spec=cordoned))  # no move back
             out = {}
             for key in keys:
                 target = self.place_cheaply(state.pods[key], node)

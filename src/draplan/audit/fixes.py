@@ -3,8 +3,8 @@ scheduler before one is printed (a fix that does not make its pods schedulable i
 
 A `Verifier` checks the fixes of several pods together, in queue order, on one fork: each
 verified fix stays applied (its pods placed), so two pending pods are never promised the same
-freed room. The nodes a verified fix adds or frees are then cordoned, so a later pod's fix
-never counts on what is left of them: each printed fix also works alone, on the state as it is.
+freed room. The nodes a verified fix adds, frees or uncordons are then cordoned, so a later
+pod's fix never counts on what is left of them: each printed fix also works alone.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class Verifier:
             moved = state.pods[_key(label)]
             if self.scheduler.schedule_pod(state, moved, [target]).node is None:
                 return False
-        for name in [*added, *([fix.node] if fix.node else [])]:
+        for name in [*added, *fix.uncordon, *([fix.node] if fix.node else [])]:
             node = state.nodes[name]
             spec = msgspec.structs.replace(node.spec, unschedulable=True)
             state.add_node(msgspec.structs.replace(node, spec=spec))

@@ -204,7 +204,8 @@ class Reacher:
             out.shapes += 1
             if hosts:
                 out.hosts.append(Host(name, pool_name, template, _pool_price(nodepool)))
-        out.hosts.sort(key=lambda h: (h.blocks is not None, _rank(h.price), h.pool, h.node))
+        # A pool's new node before a copy of an existing node of the same price.
+        out.hosts.sort(key=lambda h: (h.blocks is not None, _rank(h.price), not h.pool, h.node))
         out.groups = [best[i] for i in sorted(best)]
         return out
 

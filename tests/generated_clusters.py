@@ -86,9 +86,8 @@ def _devices(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def _node(rng: random.Random, name: str, kind: str) -> list[dict[str, Any]]:
     spec: dict[str, Any] = {}
-    if kind != "h100" or rng.random() < 0.2:
-        if rng.random() < 0.8:
-            spec["taints"] = [dict(TAINT)]
+    if (kind != "h100" or rng.random() < 0.2) and rng.random() < 0.8:
+        spec["taints"] = [dict(TAINT)]
     if rng.random() < 0.1:
         spec["unschedulable"] = True
     cpu = str(CPU[kind])

@@ -938,23 +938,24 @@ def _relaxations(hosts: list[Host]) -> Proposals:
             if fix not in alone and len(alone) < NEAREST:
                 alone.append(fix)
             if host.blocks is not None and host.blocks.cordoned:
-                continue  # an empty copy of a cordoned node is cordoned too
+                continue  # a cordoned node is uncordoned (above), not copied
             if host.pool:
                 more = dataclasses.replace(
                     fix,
                     text=f"{fix.text} so that pool {host.pool} adds a node for it",
+                    action=f"{fix.action} and add a node of the pool",
                     add=1,
                     pool=host.pool,
                 )
             else:
                 more = dataclasses.replace(
-                    fix, text=f"{fix.text} and add a node like {host.node}", add=1, like=host.node
+                    fix,
+                    text=f"{fix.text} and add a node like {host.node}",
+                    action=f"{fix.action} and add a node",
+                    add=1,
+                    like=host.node,
                 )
-            if len(with_node) < NEAREST and all(
-                (f.pool, f.tolerations, f.relax) != (more.pool, more.tolerations, more.relax)
-                or not more.pool
-                for f in with_node
-            ):
+            if more not in with_node and len(with_node) < NEAREST:
                 with_node.append(more)
         yield from alone
         yield from with_node

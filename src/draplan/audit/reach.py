@@ -89,8 +89,8 @@ class Reach:
 def node_blocks(profile: Profile, state: ClusterState, pod: Pod, node: Node) -> Blocks | None:
     """What of the pod's node constraints excludes `node` (the profile's filters), or None."""
     info = PodInfo(pod, key_of(pod), pod_requests(pod), b"")
-    reasons = []
-    failed = set()
+    reasons: list[str] = []
+    failed: set[str] = set()
     for plugin in profile.filters:
         if plugin.name not in CONSTRAINT_PLUGINS:
             continue
@@ -100,7 +100,7 @@ def node_blocks(profile: Profile, state: ClusterState, pod: Pod, node: Node) -> 
             reasons.extend(status.reasons or (plugin.name,))
     if not failed:
         return None
-    taints = ()
+    taints: tuple[Taint, ...] = ()
     if names.TAINT_TOLERATION in failed:
         taints = tuple(
             t

@@ -20,10 +20,11 @@ from draplan.api.core_v1 import Pod, PodResourceClaimStatus, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION
+from draplan.autoscaler.moves import release
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import ClaimNotFound, pod_claims, release_claims
+from draplan.scheduler.claims import ClaimNotFound, pod_claims
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Fix:
     node: str = ""  # the node the moves free
     move: tuple[tuple[str, str], ...] = ()  # (namespace/pod, target node)
     extra: tuple[tuple[str, Any], ...] = ()  # more for the JSON (cost, nodes)
+    # Already made in the state by the simulation that found it (moves planned on the very
+    # state the fix is checked on, with the real scheduler): nothing left to check.
+    made: bool = False
 
     def to_dict(self, verified: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"action": self.action}
@@ -162,7 +166,7 @@ def apply(state: ClusterState, pods: Sequence[Pod], fix: Fix) -> tuple[list[Pod]
     if moved:
         if any(k not in state.pods or not state.pods[k].spec.node_name for k in moved):
             return None
-        if release_claims(state, set(moved)):
+        if release(state, set(moved)):
             return None
         for key in moved:
             state.unbind_pod(state.pods[key])
@@ -190,7 +194,7 @@ class Verifier:
     def first(self, pods: Sequence[Pod], fixes: Iterable[Fix]) -> Fix | None:
         """The first of `fixes` that makes every one of `pods` schedulable (kept applied)."""
         for fix in fixes:
-            if self.check(pods, fix):
+            if fix.made or self.check(pods, fix):
                 return fix
         return None
 

@@ -188,13 +188,14 @@ class Reacher:
             out.shapes += 1
             if not hosts:
                 continue
+            # Nodes of a kind differ only in their names: unless the pod selects nodes by
+            # name, one answers for all.
+            named = _names_nodes(pod)
+            shared = None if named else node_blocks(self.profile, state, pod, like)
             for member in members:
                 node = state.nodes[member]
-                out.hosts.append(
-                    Host(
-                        member, "", node_blocks(self.profile, state, pod, node), _price(state, node)
-                    )
-                )
+                found = node_blocks(self.profile, state, pod, node) if named else shared
+                out.hosts.append(Host(member, "", found, _price(state, node)))
         for pool_name, nodepool in sorted(state.node_pools.items()):
             with state.forked():
                 name, labels = NodeNamer(state, nodepool).next()
@@ -233,6 +234,12 @@ class Reacher:
         return result.node is not None or (
             result.reason is not None and TIMEOUT in result.reason.nodes
         )
+
+
+def _names_nodes(pod: Pod) -> bool:
+    """Whether the pod's node selection can tell nodes of one kind apart (by hostname or
+    by field)."""
+    return HOSTNAME in pod.spec.node_selector or pod.spec.affinity is not None
 
 
 def _price(state: ClusterState, node: Node) -> float | None:

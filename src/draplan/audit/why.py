@@ -178,6 +178,7 @@ class Auditor:
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
         self._verdicts: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis] = {}
+        self._early: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis | None] = {}
         self._unfixed: set[tuple[bytes, tuple[str, ...] | None]] = set()
 
     def audit(self, pods: list[Pod]) -> list[Diagnosis]:
@@ -303,13 +304,12 @@ class Auditor:
         reach = None
         if all(c.status.allocation is None for c in claims):
             reach = self.reacher.reach(shape, pod, claims)
-        if view.excluded:
-            return self._constrained(key, view, reach, size)
-        if reach is not None:
-            if not reach.hosts and reach.short_group() is not None:
-                return self._impossible(key, view, reach, claims, size)
-            if reach.hosts and not reach.admitted:
-                return self._unreachable(key, view, reach, size)
+        memo = (shape, gang.key if gang is not None else None)
+        if memo not in self._early:
+            self._early[memo] = self._constraints(pod, claims, view, reach, size)
+        early = self._early[memo]
+        if early is not None:
+            return dataclasses.replace(early, pod=key)
         if self.pools is not None:
             verdict = self.pools.verdict(key, pod, shape)
             if verdict is not None:
@@ -325,10 +325,30 @@ class Auditor:
                         out.otherwise = "no toleration or relaxed selector draplan tried helps"
                         out.fix = None
                 return out
-        memo = (shape, gang.key if gang is not None else None)
         if memo not in self._verdicts:
             self._verdicts[memo] = self._capacity(pod, claims, gang, view, size, reach)
         return dataclasses.replace(self._verdicts[memo], pod=key)
+
+    def _constraints(
+        self,
+        pod: Pod,
+        claims: list[ResourceClaim],
+        view: ShapeView,
+        reach: Reach | None,
+        size: int,
+    ) -> Diagnosis | None:
+        """NodeConstraints, or TopologyMismatch of a shape no node can ever hold: what
+        comes before the pools and capacity (per pod shape)."""
+        key = key_of(pod)
+        if view.excluded:
+            return self._constrained(key, view, reach, size)
+        if reach is None:
+            return None
+        if not reach.hosts and reach.short_group() is not None:
+            return self._impossible(key, view, reach, size)
+        if reach.hosts and not reach.admitted:
+            return self._unreachable(key, view, reach, size)
+        return None
 
     def _constrained(
         self, key: ObjectKey, view: ShapeView, reach: Reach | None, size: int
@@ -395,7 +415,6 @@ class Auditor:
         key: ObjectKey,
         view: ShapeView,
         reach: Reach,
-        claims: list[ResourceClaim],
         size: int,
     ) -> Diagnosis:
         """TopologyMismatch: no node or pool shape can ever meet a claim constraint."""
@@ -403,7 +422,7 @@ class Auditor:
         assert group is not None
         attribute = group.get("matchAttribute") or group.get("distinctAttribute") or ""
         where = "any node or pool" if self.state.node_pools else "any node"
-        likes = [s.node for s in sorted(view.supplies.values(), key=_nearness)][:1]
+        likes = [min(view.supplies.values(), key=_nearness).node] if view.supplies else []
 
         def proposals(pod: Pod) -> Iterator[Fix]:
             drop = f"drop its claim's constraint on {attribute}"
@@ -681,16 +700,19 @@ class Auditor:
 
     def _moves(self, pod: Pod, supplies: list[NodeSupply]) -> Iterator[Fix]:
         """Moves that free one of the nearest nodes for the pod, planned on the state as the
-        fixes of the pods ahead of it leave it."""
+        fixes of the pods ahead of it leave it. For a pod alone, the simulation that finds
+        them is the check: they stay made. A gang's members are checked together."""
+        alone = key_of(pod) not in self.gangs
         for s in supplies[:NEAREST]:
             deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
-            moved = self.mover.defragment(pod, s.node, deficit)
+            moved = self.mover.defragment(pod, s.node, deficit, keep=alone)
             if moved is not None:
                 yield Fix(
                     f"moving {_moves_text(moved)} makes room on {s.node}",
                     "move pods to defragment",
                     node=s.node,
                     move=tuple(moved.items()),
+                    made=alone,
                 )
 
     def _gang_unplaceable(self, case: Case) -> Diagnosis | None:
@@ -932,6 +954,8 @@ def _relaxations(hosts: list[Host]) -> Proposals:
         alone: list[Fix] = []
         with_node: list[Fix] = []
         for host in hosts:
+            if len(with_node) >= NEAREST:
+                break  # the hosts are in order: the first few are the ones to offer
             fix = _relaxation(host)
             if fix is None:
                 continue

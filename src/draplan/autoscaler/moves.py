@@ -19,12 +19,12 @@ from itertools import combinations
 import msgspec
 
 from draplan.api.core_v1 import Pod
+from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.scaledown import SAFE_TO_EVICT
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
@@ -33,6 +33,33 @@ MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
 
 def label(key: ObjectKey) -> str:
     return f"{key[0]}/{key[1]}"
+
+
+def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
+    """The claims a pod names or had generated, as they are in the state."""
+    pod = state.pods[key]
+    names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
+    names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+    found = (state.claims.get((key[0], n)) for n in sorted(names - {""}))
+    return [c for c in found if c is not None]
+
+
+def release(state: ClusterState, keys: set[ObjectKey]) -> str:
+    """scheduler.claims.release_claims for the claims of `keys` only, found through the pods
+    (not by walking every claim): why a claim cannot move, having released nothing of it."""
+    for key in sorted(keys):
+        for claim in claims_of(state, key):
+            if claim.status.allocation is None:
+                continue
+            users = {(claim.metadata.namespace, r.name) for r in claim.status.reserved_for}
+            if users - keys:
+                return (
+                    f"claim {claim.metadata.namespace}/{claim.metadata.name} is also used by "
+                    "pods on other nodes"
+                )
+            status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=())
+            state.put_claim(msgspec.structs.replace(claim, status=status))
+    return ""
 
 
 class Mover:
@@ -88,16 +115,11 @@ class Mover:
 
     def _held(self, key: ObjectKey) -> int:
         """Devices allocated to the pod's claims."""
-        pod = self.state.pods[key]
-        ns = pod.metadata.namespace
-        names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
-        names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
-        total = 0
-        for name in names - {""}:
-            claim = self.state.claims.get((ns, name))
-            if claim is not None and claim.status.allocation is not None:
-                total += len(claim.status.allocation.devices.results)
-        return total
+        return sum(
+            len(c.status.allocation.devices.results)
+            for c in claims_of(self.state, key)
+            if c.status.allocation is not None
+        )
 
     def _movable(self, node: str) -> list[tuple[int, ObjectKey]]:
         out = []
@@ -108,9 +130,13 @@ class Mover:
             out.append((self._held(key), key))
         return sorted(out)
 
-    def defragment(self, pod: Pod, node: str, deficit: int) -> dict[str, str] | None:
+    def defragment(
+        self, pod: Pod, node: str, deficit: int, keep: bool = False
+    ) -> dict[str, str] | None:
         """The fewest running pods to move off `node` (holding at least `deficit` devices
-        together) so that `pod` fits there and each moved pod fits elsewhere: {pod: new node}."""
+        together) so that `pod` fits there and each moved pod fits elsewhere: {pod: new node}.
+        With `keep`, the moves found stay made in the state (the pod placed, the moved pods
+        on their new nodes, `node` cordoned so nothing else counts on it)."""
         movable = self._movable(node)
         tries = 0
         for size in range(1, min(MAX_MOVED, len(movable)) + 1):
@@ -120,30 +146,42 @@ class Mover:
                 tries += 1
                 if tries > MAX_TRIES:
                     return None
-                moved = self._try(pod, node, [key for _, key in combo])
+                moved = self._try(pod, node, [key for _, key in combo], keep)
                 if moved is not None:
                     return moved
         return None
 
-    def _try(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
+    def _try(self, pod: Pod, node: str, keys: list[ObjectKey], keep: bool) -> dict[str, str] | None:
         state = self.state
-        with state.forked():
-            if release_claims(state, set(keys)):
+        state.fork()
+        moved = None
+        try:
+            moved = self._moved(pod, node, keys)
+        finally:
+            if moved is not None and keep:
+                state.commit()
+            else:
+                state.revert()
+        return moved
+
+    def _moved(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
+        state = self.state
+        if release(state, set(keys)):
+            return None
+        for key in keys:
+            state.unbind_pod(state.pods[key])
+        if self.scheduler.schedule_pod(state, pod, [node]).node is None:
+            return None
+        freed = state.nodes[node]
+        cordoned = msgspec.structs.replace(freed.spec, unschedulable=True)
+        state.add_node(msgspec.structs.replace(freed, spec=cordoned))  # no move back
+        out = {}
+        for key in keys:
+            target = self.place_cheaply(state.pods[key], node)
+            if target is None:
                 return None
-            for key in keys:
-                state.unbind_pod(state.pods[key])
-            if self.scheduler.schedule_pod(state, pod, [node]).node is None:
-                return None
-            freed = state.nodes[node]
-            cordoned = msgspec.structs.replace(freed.spec, unschedulable=True)
-            state.add_node(msgspec.structs.replace(freed, spec=cordoned))  # no move back
-            out = {}
-            for key in keys:
-                target = self.place_cheaply(state.pods[key], node)
-                if target is None:
-                    return None
-                out[label(key)] = target
-            return out
+            out[label(key)] = target
+        return out
 
     def together(self, pods: Sequence[Pod], nodes: list[str] | None = None) -> int:
         """How many of `pods` the scheduler places one after another (on `nodes` only)."""

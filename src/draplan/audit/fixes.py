@@ -190,11 +190,15 @@ class Verifier:
     def __init__(self, state: ClusterState, scheduler: Scheduler) -> None:
         self.state = state
         self.scheduler = scheduler
+        self.used: set[str] = set()  # nodes verified fixes placed pods on
 
     def first(self, pods: Sequence[Pod], fixes: Iterable[Fix]) -> Fix | None:
         """The first of `fixes` that makes every one of `pods` schedulable (kept applied)."""
         for fix in fixes:
-            if fix.made or self.check(pods, fix):
+            if fix.made:
+                self.used.add(fix.node)
+                return fix
+            if self.check(pods, fix):
                 return fix
         return None
 
@@ -218,17 +222,17 @@ class Verifier:
             return False
         changed, added = applied
         if len(changed) == 1:
-            if self.scheduler.schedule_pod(state, changed[0]).node is None:
-                return False
+            placed = [self.scheduler.schedule_pod(state, changed[0]).node]
         else:
             keys = {key_of(p) for p in changed}
-            results = self.scheduler.run(state, only=keys)
-            if not results or any(r.node is None for r in results):
-                return False
+            placed = [r.node for r in self.scheduler.run(state, only=keys)] or [None]
+        if any(node is None for node in placed):
+            return False
         for label, target in fix.move:
             moved = state.pods[_key(label)]
             if self.scheduler.schedule_pod(state, moved, [target]).node is None:
                 return False
+        self.used.update(n for n in placed if n is not None)
         for name in [*added, *fix.uncordon, *([fix.node] if fix.node else [])]:
             node = state.nodes[name]
             spec = msgspec.structs.replace(node.spec, unschedulable=True)

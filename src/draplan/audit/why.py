@@ -178,6 +178,7 @@ class Auditor:
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
         self._verdicts: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis] = {}
+        self.verifier: Verifier | None = None  # while fixes are chosen
         self._early: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis | None] = {}
         self._unfixed: set[tuple[bytes, tuple[str, ...] | None]] = set()
 
@@ -206,7 +207,7 @@ class Auditor:
         share their gang's fix. Pods of a shape for which nothing worked get nothing tried,
         since the state only gets fuller."""
         classes, default = priority_table(self.state)
-        verifier = Verifier(self.state, self.scheduler)
+        verifier = self.verifier = Verifier(self.state, self.scheduler)
         done: dict[tuple[str, ...], Fix | None] = {}
         order = sorted(diagnoses, key=lambda d: sort_key(pods[d.pod], classes, default))
         for d in order:
@@ -685,9 +686,16 @@ class Auditor:
         best = case.hosts[0] if case.hosts else case.supplies[0]
         hosts = case.hosts
 
+        # A gang needs room for all its pending members at once: no single node's moves
+        # give it that; a node per member does (checked like every fix).
+        add = case.scale if case.gang is not None else 1
+
         def proposals(pod: Pod) -> Iterator[Fix]:
-            yield from self._moves(pod, hosts)
-            yield Fix(f"add a node like {best.node}", "add a node", add=1, like=best.node)
+            if add == 1:
+                yield from self._moves(pod, hosts)
+            what = "a node" if add == 1 else f"{add} nodes"
+            action = "add a node" if add == 1 else "add nodes"
+            yield Fix(f"add {what} like {best.node}", action, add=add, like=best.node)
 
         return case.diagnosis(
             "Fragmentation",
@@ -703,7 +711,11 @@ class Auditor:
         fixes of the pods ahead of it leave it. For a pod alone, the simulation that finds
         them is the check: they stay made. A gang's members are checked together."""
         alone = key_of(pod) not in self.gangs
-        for s in supplies[:NEAREST]:
+        # Nodes earlier fixes placed pods on (or freed) have changed since `supplies` were
+        # counted: the next ones are tried instead.
+        used = self.verifier.used if self.verifier is not None else set()
+        open_ = [s for s in supplies if s.node not in used]
+        for s in open_[:NEAREST]:
             deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
             moved = self.mover.defragment(pod, s.node, deficit, keep=alone)
             if moved is not None:

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from draplan.allocator import Reason, allocate
@@ -714,8 +715,7 @@ class Auditor:
         # Nodes earlier fixes placed pods on (or freed) have changed since `supplies` were
         # counted: the next ones are tried instead.
         used = self.verifier.used if self.verifier is not None else set()
-        open_ = [s for s in supplies if s.node not in used]
-        for s in open_[:NEAREST]:
+        for s in islice((s for s in supplies if s.node not in used), NEAREST):
             deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
             moved = self.mover.defragment(pod, s.node, deficit, keep=alone)
             if moved is not None:

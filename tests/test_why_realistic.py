@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import DATA
-from draplan.audit import Diagnosis, why
+from draplan.audit import CATEGORIES, Diagnosis, why
 from scale_scenarios import load, write
 
 REALISTIC = DATA / "realistic"
@@ -257,3 +257,12 @@ def test_every_fix_on_the_dump_is_verified() -> None:
             assert d.fix is None or "verified" in d.fix, d.to_dict()
             if d.category in ("NodeConstraints", "Fragmentation", "TopologyMismatch"):
                 assert d.fix is None or d.fix["verified"], d.to_dict()
+
+
+def test_the_readme_explains_every_category() -> None:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## What each `why` category means", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert rows == set(CATEGORIES)

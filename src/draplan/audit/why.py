@@ -7,6 +7,12 @@ pods ahead in the queue take their share first, as they will. The input state is
 Pods the scheduler cannot tell apart (one template, same requests and selectors) share one
 look at the nodes and one capacity verdict, so auditing many pods of few shapes costs about
 as much as auditing one pod per shape.
+
+What could ever host a pod (audit.reach: empty copies of each kind of node and each NodePool's
+template, with and without the pod's node constraints) comes first: a pod that only nodes its
+taints, selectors or cordons exclude could hold is NodeConstraints, never a capacity question,
+and a claim constraint no node shape meets is TopologyMismatch. Fixes are chosen last, in queue
+order, each checked by the scheduler on the state the fixes before it leave (audit.fixes).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from draplan.api.core_v1 import Node, Pod, Toleration
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.pools import NO_POOL, PoolAdvisor
-from draplan.audit.reach import Host, Reach, Reacher
+from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, Reach, Reacher
 from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
@@ -55,12 +61,6 @@ CATEGORIES = (
     "Fragmentation",
     "GangUnplaceable",
     "Timeout",
-)
-NODE_CONSTRAINT_PLUGINS = (
-    names.NODE_AFFINITY,
-    names.TAINT_TOLERATION,
-    names.NODE_UNSCHEDULABLE,
-    names.NODE_NAME,
 )
 CONSTRAINT_FIX = {
     names.NODE_AFFINITY: "relax the pod's node selector or affinity",
@@ -321,8 +321,13 @@ class Auditor:
                     out.fix = {**verdict.fix, "verified": verdict.category != NO_POOL}
                 if verdict.category == NO_POOL and reach is not None:
                     blocked = [h for h in reach.hosts if h.pool and h.blocks is not None]
-                    if blocked:
-                        out.message = out.message.rstrip(".")
+                    if blocked and blocked[0].blocks is not None:
+                        # A pool could hold it but for its node constraints: say which.
+                        reason = blocked[0].blocks.reasons[0]
+                        out.message = (
+                            f"No NodePool's node admits it as it is (pool {blocked[0].pool}: "
+                            f"{reason})"
+                        )
                         out.proposals = _relaxations(blocked)
                         out.otherwise = "no toleration or relaxed selector draplan tried helps"
                         out.fix = None
@@ -501,7 +506,7 @@ class Auditor:
         )
         for name, status in statuses.items():
             node = self.state.nodes[name]
-            if status.plugin in NODE_CONSTRAINT_PLUGINS:
+            if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
                 if len(view.excluded) > NEAREST:
                     continue

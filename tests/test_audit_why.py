@@ -444,16 +444,18 @@ def test_rank_topology_before_fragmentation() -> None:
     assert audit(split_groups())["p"].category == "TopologyMismatch"
 
 
-def test_rank_topology_before_timeout() -> None:
-    """One node runs out of budget, another fails the constraint for sure: TopologyMismatch."""
+def test_rank_timeout_when_the_other_node_can_never_host() -> None:
+    """One node runs out of budget, another's shape can never meet the constraint: only the
+    first could hold the pod, so its timeout is the answer, not the other's shape."""
     objs = sc.search_budget(1)
     easy = sc.hard_slice("node-easy")
     for i, dev in enumerate(easy["spec"]["devices"]):
         # Five values of a and b: never six distinct, which the search sees at once.
         dev["attributes"] = {"a": {"int": i % 5}, "b": {"int": i % 5}}
     objs += [sc.node("node-easy"), easy]
-    d = one(objs, "searcher", "TopologyMismatch", zero_timeout())
+    d = one(objs, "searcher", "Timeout", zero_timeout())
     assert d.evidence["nodes"] == {"ConstraintUnsatisfiable": 1, "Timeout": 1}
+    assert d.evidence["timedOut"] == ["node-0"]
 
 
 def test_rank_fragmentation_before_gang_unplaceable() -> None:

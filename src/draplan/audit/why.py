@@ -639,7 +639,10 @@ class Auditor:
     def _shaped(self, case: Case) -> Diagnosis | None:
         """TopologyMismatch: it fits no node, yet some have enough free matching devices and
         only the claim's constraints fail there."""
-        shaped = [s for s in case.candidates if s.code == CONSTRAINT_UNSATISFIABLE]
+        hosts = {s.node for s in case.hosts}  # not nodes whose shape can never meet it
+        shaped = [
+            s for s in case.candidates if s.code == CONSTRAINT_UNSATISFIABLE and s.node in hosts
+        ]
         if case.view.fits or not shaped:
             return None
         nodes = [s.node for s in shaped]

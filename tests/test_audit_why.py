@@ -294,6 +294,17 @@ def split_groups() -> Objs:
     ]
 
 
+def test_no_fix_is_printed_when_none_works() -> None:
+    """Impossible pairing and 128 cpu on 64-cpu nodes: dropping the constraint, even with a
+    new node like the cluster's, never places it, so no fix is printed and the message says
+    so."""
+    objs = sc.pcie_mismatch()
+    objs[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "128"
+    d = one(objs, "rdma-worker", "TopologyMismatch")
+    assert d.fix is None
+    assert "relaxing the constraint alone does not make it fit" in d.message
+
+
 def test_topology_mismatch_free_devices_split() -> None:
     """4 free GPUs, 2 on each NUMA node of a node whose NUMA nodes hold 4: the shape can
     hold the pod, the free devices cannot; moving the holder of one group fixes it."""

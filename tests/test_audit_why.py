@@ -69,7 +69,9 @@ def test_same_eight_gpu_pod_on_three_states(state: Callable[[], Objs], category:
             for v in d.evidence["nearestMiss"].values()
         )
     elif category == "TopologyMismatch":
-        assert d.evidence["shapedNodes"] == ["node-0"]
+        # Groups of 4 on every node shape: 8 on one NUMA node can never fit.
+        assert d.evidence["constraint"]["largestGroup"] == 4
+        assert d.evidence["constraint"]["needed"] == 8
         assert "gpu.example.com/numa" in d.message
     else:
         assert d.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 8, "free": 4}}
@@ -84,7 +86,7 @@ def test_no_matching_device_selector_matches_nothing() -> None:
     assert d.evidence["requests"] == [
         "pod claim 'dev' request gpus (class gpu.example.com with its selectors matches no device)"
     ]
-    assert d.fix == {"action": "fix the claim's class or CEL selectors"}
+    assert d.fix == {"action": "fix the claim's class or CEL selectors", "verified": False}
 
 
 def test_no_matching_device_class_missing() -> None:
@@ -108,7 +110,7 @@ def test_a_nodepool_template_device_is_a_match() -> None:
         ),
     ]
     d = one(objs, "wants-b200", "WaitingForScaleUp")
-    assert d.fix == {"pool": "b200s", "add": 1, "costPerHour": 50.0}
+    assert d.fix == {"pool": "b200s", "add": 1, "costPerHour": 50.0, "verified": True}
 
 
 # --- GangIncomplete --------------------------------------------------------------------------
@@ -120,14 +122,14 @@ def test_gang_incomplete_fewer_members_than_min() -> None:
         d = result[name]
         assert d.category == "GangIncomplete"
         assert d.evidence == {"gang": "PodGroup default/quad", "members": 2, "minCount": 4}
-        assert d.fix == {"action": "create the missing members", "missing": 2}
+        assert d.fix == {"action": "create the missing members", "missing": 2, "verified": False}
         assert_one_sentence(d.message)
 
 
 def test_gang_incomplete_group_object_missing() -> None:
     d = one(sc.gang_without_group(), "lost-0", "GangIncomplete")
     assert d.evidence["missing"] == "podgroup default/ghost not found"
-    assert d.fix == {"action": "create the group object"}
+    assert d.fix == {"action": "create the group object", "verified": False}
 
 
 # --- Schedulable -----------------------------------------------------------------------------
@@ -161,13 +163,22 @@ def test_node_constraints_selector() -> None:
     d = one(sc.selector_excludes(), "zoned", "NodeConstraints")
     assert list(d.evidence["excludedNodes"]) == ["node-a"]
     assert "node affinity/selector" in d.evidence["excludedNodes"]["node-a"]
-    assert d.fix == {"action": "relax the pod's node selector or affinity", "nodes": ["node-a"]}
+    assert d.fix == {
+        "action": "relax the node selector",
+        "relax": ["nodeSelector", "nodeAffinity"],
+        "verified": True,
+    }
 
 
 def test_node_constraints_taint() -> None:
     d = one(sc.taint_excludes(), "untolerated", "NodeConstraints")
     assert "dedicated" in d.evidence["excludedNodes"]["node-free"]
-    assert d.fix is not None and d.fix["action"] == "add a toleration for the node taint"
+    assert d.fix == {
+        "action": "add a toleration",
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "verified": True,
+    }
+    assert d.message.endswith("; add a toleration for dedicated.")
 
 
 # --- NodePools -------------------------------------------------------------------------------
@@ -175,13 +186,18 @@ def test_node_constraints_taint() -> None:
 
 def test_waiting_for_scale_up_single_pod() -> None:
     d = one(scenario_numa(), "finetune", "WaitingForScaleUp")
-    assert d.fix == {"pool": "right-numa", "add": 1, "costPerHour": 30.0}
+    assert d.fix == {"pool": "right-numa", "add": 1, "costPerHour": 30.0, "verified": True}
 
 
 def test_waiting_for_scale_up_gang() -> None:
     result = audit(scenario_gang(per_domain=4))
     assert {d.category for d in result.values()} == {"WaitingForScaleUp"}
-    assert result["train-0"].fix == {"pool": "nvl72", "add": 4, "costPerHour": 393.28}
+    assert result["train-0"].fix == {
+        "pool": "nvl72",
+        "add": 4,
+        "costPerHour": 393.28,
+        "verified": True,
+    }
 
 
 def test_waiting_for_scale_up_pcie_pairs() -> None:
@@ -194,13 +210,19 @@ def test_pool_limit_max_nodes() -> None:
     assert result["first"].category == "WaitingForScaleUp"
     d = result["second"]
     assert d.category == "PoolLimitReached"
-    assert d.fix == {"pool": "gpu8", "maxNodes": 2, "add": 1}
+    assert d.fix == {"pool": "gpu8", "maxNodes": 2, "add": 1, "verified": True}
     assert "maxNodes 1" in d.message
 
 
 def test_pool_limit_domain_size() -> None:
     d = one(scenario_gang(), "train-0", "PoolLimitReached")
-    assert d.fix == {"pool": "nvl72", "add": 4, "nodesPerDomain": 3, "needed": 4}
+    assert d.fix == {
+        "pool": "nvl72",
+        "add": 4,
+        "nodesPerDomain": 3,
+        "needed": 4,
+        "verified": True,
+    }
     assert "nvl72" in d.evidence["autoscaler"]
 
 
@@ -214,9 +236,13 @@ def test_no_pool_can_fit_numa() -> None:
     assert "tolerated taints" in d.evidence["pools"]["cheap-pcie"]
 
 
-def test_no_pool_can_fit_pcie() -> None:
-    d = one(sc.pool_split_roots(), "rdma-worker", "NoPoolCanFit")
-    assert "matchAttribute" in d.evidence["pools"]["split-roots"]
+def test_no_pool_shape_meets_the_pcie_pairing() -> None:
+    """The only pool's NICs sit on other PCIe roots than its GPUs: no pool can ever host it,
+    and the reason is the shape (TopologyMismatch), not a missing pool."""
+    d = one(sc.pool_split_roots(), "rdma-worker", "TopologyMismatch")
+    assert d.evidence["constraint"]["largestGroup"] == 1
+    assert d.evidence["constraint"]["needed"] == 2
+    assert "on any node or pool" in d.message
 
 
 # --- CapacityExhausted -----------------------------------------------------------------------
@@ -234,6 +260,7 @@ def test_capacity_exhausted_gang_demand() -> None:
             "missing": 8,
             "add": 1,
             "like": "node-0",
+            "verified": True,
         }
         assert "the gang" in d.message
 
@@ -241,16 +268,49 @@ def test_capacity_exhausted_gang_demand() -> None:
 def test_capacity_exhausted_no_node_big_enough() -> None:
     d = one(sc.too_big(), "huge", "CapacityExhausted")
     assert d.evidence["nearestMiss"]["node-0"] == ["cpu: 64 cpu free of 128 cpu needed"]
-    assert d.fix == {"action": "add nodes that can hold the pod"}
+    assert d.fix == {"action": "add nodes that can hold the pod", "verified": False}
 
 
 # --- TopologyMismatch ------------------------------------------------------------------------
 
 
 def test_topology_mismatch_pcie_root() -> None:
+    """The node's NICs sit on other roots than its GPUs: no group of the shape exists."""
     d = one(sc.pcie_mismatch(), "rdma-worker", "TopologyMismatch")
-    assert d.evidence["shapedNodes"] == ["node-0"]
+    assert d.evidence["constraint"]["matchAttribute"] == "resource.kubernetes.io/pcieRoot"
+    assert d.evidence["constraint"]["largestGroup"] == 1
     assert "resource.kubernetes.io/pcieRoot" in d.message
+
+
+def split_groups() -> Objs:
+    """node-0: 4 free GPUs, 2 on each NUMA node of 4; node-1: 3 free on one NUMA node; the
+    pod wants 4 on one NUMA node."""
+    return [
+        sc.device_class(),
+        sc.gpu_template("four", 4, numa=True),
+        *sc.gpu_node("node-0", [0, 0, 0, 0, 1, 1, 1, 1], held_by={"a": [0, 1], "b": [4, 5]}),
+        *sc.gpu_node("node-1", held_by=sc.holding("node-1", 3)),
+        sc.pending("p", "four"),
+    ]
+
+
+def test_no_fix_is_printed_when_none_works() -> None:
+    """Impossible pairing and 128 cpu on 64-cpu nodes: dropping the constraint, even with a
+    new node like the cluster's, never places it, so no fix is printed and the message says
+    so."""
+    objs = sc.pcie_mismatch()
+    objs[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "128"
+    d = one(objs, "rdma-worker", "TopologyMismatch")
+    assert d.fix is None
+    assert "relaxing the constraint alone does not make it fit" in d.message
+
+
+def test_topology_mismatch_free_devices_split() -> None:
+    """4 free GPUs, 2 on each NUMA node of a node whose NUMA nodes hold 4: the shape can
+    hold the pod, the free devices cannot; moving the holder of one group fixes it."""
+    d = one(split_groups(), "p", "TopologyMismatch")
+    assert d.evidence["shapedNodes"] == ["node-0"]
+    assert d.fix is not None and d.fix["verified"] and d.fix["node"] == "node-0"
 
 
 def test_topology_mismatch_gang_domain() -> None:
@@ -269,14 +329,18 @@ def test_fragmentation_names_the_pods_to_move() -> None:
         "action": "move pods to defragment",
         "node": "node-0",
         "move": {"default/small-a": "node-1", "default/small-b": "node-1"},
+        "verified": True,
     }
+    assert d.message.endswith(
+        "moving default/small-a and default/small-b to node-1 makes room on node-0."
+    )
     assert d.evidence["nearestMiss"]["node-0"] == ["pod claim 'dev' gpus: 6 of 8 devices free"]
 
 
 def test_fragmentation_without_a_move_suggests_a_node() -> None:
     """Every node holds a 7-GPU pod that fits nowhere else: no move helps."""
     d = one(sc.fragmented(), "trainer", "Fragmentation")
-    assert d.fix == {"action": "add a node", "like": "node-0", "add": 1}
+    assert d.fix == {"action": "add a node", "add": 1, "like": "node-0", "verified": True}
 
 
 # --- GangUnplaceable -------------------------------------------------------------------------
@@ -285,7 +349,11 @@ def test_fragmentation_without_a_move_suggests_a_node() -> None:
 def test_gang_unplaceable_device_leftovers() -> None:
     d = one(sc.gang_split_leftovers(), "trio-0", "GangUnplaceable")
     assert d.evidence["fitTogether"] == 2 and d.evidence["needed"] == 3
-    assert d.fix == {"action": "free room for the whole gang or lower minCount", "more": 1}
+    assert d.fix == {
+        "action": "free room for the whole gang or lower minCount",
+        "more": 1,
+        "verified": False,
+    }
 
 
 def test_gang_unplaceable_cpu() -> None:
@@ -353,38 +421,52 @@ def test_rank_pools_before_capacity() -> None:
     """Capacity is exhausted, but a NodePool can add a node: the autoscaler's answer wins."""
     objs = [*sc.exhausted(), sc.node_pool("gpu8", "20", sc.gpus(8))]
     d = one(objs, "trainer", "WaitingForScaleUp")
-    assert d.fix == {"pool": "gpu8", "add": 1, "costPerHour": 20.0}
+    assert d.fix == {"pool": "gpu8", "add": 1, "costPerHour": 20.0, "verified": True}
 
 
 def test_rank_capacity_before_topology() -> None:
-    """A node whose 6 free GPUs are split 3/3 over NUMA nodes: the 8-on-one-NUMA pod fails
-    on shape too, but 6 < 8 free comes first."""
+    """A node of 8 GPUs on one NUMA node with 6 free: the 8-on-one-NUMA pod fits the shape,
+    and 6 < 8 free is the answer."""
     objs = [
         sc.device_class(),
         *sc.eight_gpu_pod(numa=True),
-        *sc.gpu_node("node-0", [0, 0, 0, 0, 1, 1, 1, 1], held_by={"w": [0, 4]}),
+        *sc.gpu_node("node-0", held_by={"w": [0, 4]}),
     ]
     d = one(objs, "trainer", "CapacityExhausted")
     assert d.evidence["short"] == {"pod claim 'dev' gpus": {"needed": 8, "free": 6}}
 
 
+def test_rank_impossible_topology_before_capacity() -> None:
+    """A node whose 6 free GPUs are split 3/3 over NUMA nodes of 4: 8 on one NUMA node can
+    never fit, so freeing GPUs would not help: TopologyMismatch, not CapacityExhausted."""
+    objs = [
+        sc.device_class(),
+        *sc.eight_gpu_pod(numa=True),
+        *sc.gpu_node("node-0", [0, 0, 0, 0, 1, 1, 1, 1], held_by={"w": [0, 4]}),
+    ]
+    d = one(objs, "trainer", "TopologyMismatch")
+    assert d.evidence["constraint"]["largestGroup"] == 4
+    assert d.fix is None or d.fix["verified"]
+
+
 def test_rank_topology_before_fragmentation() -> None:
-    """node-0 has 8 free split over two NUMA nodes; the others have fewer: a shape problem
-    on node-0 comes before the split across nodes."""
-    objs = [*sc.topology_mismatch(), *sc.gpu_node("node-1", held_by=sc.holding("node-1", 3))]
-    assert audit(objs)["trainer"].category == "TopologyMismatch"
+    """node-0 has 4 free split over two NUMA nodes, node-1 3 free: a shape problem on node-0
+    comes before the split across nodes."""
+    assert audit(split_groups())["p"].category == "TopologyMismatch"
 
 
-def test_rank_topology_before_timeout() -> None:
-    """One node runs out of budget, another fails the constraint for sure: TopologyMismatch."""
+def test_rank_timeout_when_the_other_node_can_never_host() -> None:
+    """One node runs out of budget, another's shape can never meet the constraint: only the
+    first could hold the pod, so its timeout is the answer, not the other's shape."""
     objs = sc.search_budget(1)
     easy = sc.hard_slice("node-easy")
     for i, dev in enumerate(easy["spec"]["devices"]):
         # Five values of a and b: never six distinct, which the search sees at once.
         dev["attributes"] = {"a": {"int": i % 5}, "b": {"int": i % 5}}
     objs += [sc.node("node-easy"), easy]
-    d = one(objs, "searcher", "TopologyMismatch", zero_timeout())
+    d = one(objs, "searcher", "Timeout", zero_timeout())
     assert d.evidence["nodes"] == {"ConstraintUnsatisfiable": 1, "Timeout": 1}
+    assert d.evidence["timedOut"] == ["node-0"]
 
 
 def test_rank_fragmentation_before_gang_unplaceable() -> None:

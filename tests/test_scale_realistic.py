@@ -155,7 +155,9 @@ def test_moved_pod_goes_to_the_cheapest_node_that_takes_it() -> None:
     state = _state(drop=("kueue-job-0",))
     scheduler = Scheduler()
     pod = state.pods[FINETUNE]
-    plain = Mover(state, scheduler, find_gangs(state)).defragment(pod, "gpu-h100-b", 1)
+    plain = Mover(state, scheduler, find_gangs(state), by_price=False).defragment(
+        pod, "gpu-h100-b", 1
+    )
     cheap = Mover(state, scheduler, find_gangs(state), by_price=True).defragment(
         pod, "gpu-h100-b", 1
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from draplan.allocator.capacity import consumption
+from draplan.allocator.constraints import AttrValue, ClaimConstraint
 from draplan.allocator.requests import RequestSpec, claim_label
 from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import (
@@ -113,6 +115,18 @@ def diagnose(search: Search) -> Reason:
         if worst is None or index < worst[0]:
             worst = (index, code, best[1])
     evidence: dict[str, Any] = {"node": node, "requests": rows}
+    groups = constraint_groups(search) if any(search.constraints) else []
+    if groups:
+        evidence["constraints"] = groups
+    short = next((g for g in groups if g["largestGroup"] < g["needed"]), None)
+    if worst is not None and short is not None and worst[0] > 0:
+        # Enough devices match, but the node's shape can never meet the constraint: freeing
+        # devices would not help, so that is the reason, not the shortage of free ones.
+        message = (
+            f"enough devices match each request on node {node}, but {group_text(short)} "
+            "even if every device were free"
+        )
+        return Reason(CONSTRAINT_UNSATISFIABLE, message, evidence)
     if worst is not None:
         _, code, row = worst
         message = (
@@ -133,9 +147,13 @@ def diagnose(search: Search) -> Reason:
     )
     if has_constraints:
         code = CONSTRAINT_UNSATISFIABLE
+        if short is not None:
+            detail = f": {group_text(short)} even if every device were free"
+        else:
+            detail = "; enough devices meet them, but not enough of those are free"
         message = (
             f"enough devices match each request on node {node}, but no combination "
-            "satisfies the claims' matchAttribute/distinctAttribute constraints"
+            f"satisfies the claims' matchAttribute/distinctAttribute constraints{detail}"
         )
     elif shared_capacity:
         code = CAPACITY_EXHAUSTED
@@ -153,6 +171,90 @@ def diagnose(search: Search) -> Reason:
         code = INSUFFICIENT_DEVICES
         message = f"the requests together need more free devices than node {node} has"
     return Reason(code, message, evidence)
+
+
+def constraint_groups(search: Search) -> list[dict[str, Any]]:
+    """Per claim constraint, the largest group of the node's matching devices that can meet it,
+    counted over every device the node has (allocated or not: the node's shape) and over the
+    free ones: for matchAttribute, the most needed devices one value supplies; for
+    distinctAttribute, how many distinct values there are."""
+    out = []
+    for ci, constraints in enumerate(search.constraints):
+        specs = [
+            max(slot.alternatives, key=lambda s: s.count)
+            for slot in search.slots
+            if slot.claim_index == ci
+        ]
+        for con in constraints:
+            scoped = [s for s in specs if con.applies(s.parent, s.name) and not s.all_mode]
+            if not scoped:
+                continue
+            out.append(_groups(search, con, scoped))
+    return out
+
+
+def _groups(search: Search, con: ClaimConstraint, specs: list[RequestSpec]) -> dict[str, Any]:
+    needed = sum(s.count for s in specs)
+    every: list[Counter[object]] = []
+    free: list[Counter[object]] = []
+    for spec in specs:
+        counts: Counter[object] = Counter()
+        unused: Counter[object] = Counter()
+        for pool in search.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for view in pool.devices:
+                value = con.value(view)
+                if value is None or not search.selectable(spec, view):
+                    continue
+                counts[value] += 1
+                if spec.admin_access or not search.state.in_use(view.id):
+                    unused[value] += 1
+        every.append(counts)
+        free.append(unused)
+    kind = "matchAttribute" if con.match else "distinctAttribute"
+    row: dict[str, Any] = {
+        "claim": evidence_label(search.claims[specs[0].claim_index]),
+        kind: con.attribute,
+        "needed": needed,
+    }
+    if con.match:
+        best, value = _largest(every, specs)
+        row.update(largestGroup=best, largestFreeGroup=_largest(free, specs)[0])
+        if value is not None:
+            row["value"] = str(value[1])
+    else:
+        row.update(
+            largestGroup=min(needed, len(set().union(*every))),
+            largestFreeGroup=min(needed, len(set().union(*free))),
+        )
+    return row
+
+
+def _largest(
+    counts: list[Counter[object]], specs: list[RequestSpec]
+) -> tuple[int, AttrValue | None]:
+    """The value that supplies most of the needed devices, and how many it supplies."""
+    values = sorted(set().union(*counts), key=str)
+    best: tuple[int, AttrValue | None] = (0, None)
+    for value in values:
+        supplied = sum(min(c[value], s.count) for c, s in zip(counts, specs, strict=True))
+        if supplied > best[0]:
+            best = (supplied, value)  # type: ignore[assignment]
+    return best
+
+
+def group_text(row: dict[str, Any]) -> str:
+    """ "at most 2 of the 4 devices it needs share one X" (or are on distinct Xs)."""
+    if "matchAttribute" in row:
+        return (
+            f"at most {row['largestGroup']} of the {row['needed']} devices it needs share one "
+            f"{row['matchAttribute']}"
+        )
+    return (
+        f"only {row['largestGroup']} of the {row['needed']} devices it needs can have "
+        f"distinct {row['distinctAttribute']} values"
+    )
 
 
 def _explain(code: str, row: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.constraints import ClaimConstraint
-from draplan.allocator.diagnose import diagnose, request_counts
+from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
 from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     RequestSpec,
@@ -561,3 +561,15 @@ def count_candidates(
     search = Search(state, node, claims, options or Options())
     search.prepare()
     return [request_counts(search, spec) for slot in search.slots for spec in slot.alternatives]
+
+
+def shape_groups(
+    state: ClusterState,
+    node: Node,
+    claims: Sequence[ResourceClaim],
+    options: Options | None = None,
+) -> list[dict[str, Any]]:
+    """For every constraint of `claims`, the largest group of `node`'s devices that meets it
+    (diagnose.constraint_groups): can the node's shape ever hold them, and can it now."""
+    search = Search(state, node, claims, options or Options())
+    return constraint_groups(search)

@@ -7,6 +7,12 @@ pods ahead in the queue take their share first, as they will. The input state is
 Pods the scheduler cannot tell apart (one template, same requests and selectors) share one
 look at the nodes and one capacity verdict, so auditing many pods of few shapes costs about
 as much as auditing one pod per shape.
+
+What could ever host a pod (audit.reach: empty copies of each kind of node and each NodePool's
+template, with and without the pod's node constraints) comes first: a pod that only nodes its
+taints, selectors or cordons exclude could hold is NodeConstraints, never a capacity question,
+and a claim constraint no node shape meets is TopologyMismatch. Fixes are chosen last, in queue
+order, each checked by the scheduler on the state the fixes before it leave (audit.fixes).
 """
 
 from __future__ import annotations
@@ -14,15 +20,20 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from draplan.allocator import Reason, allocate
+from draplan.allocator.diagnose import group_text
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.core_v1 import Node, Pod, Toleration
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
-from draplan.audit.pools import PoolAdvisor
+from draplan.audit.pools import NO_POOL, PoolAdvisor
+from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, Reach, Reacher
 from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
@@ -35,6 +46,7 @@ from draplan.scheduler.framework import Code, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.noderesources import insufficient
+from draplan.scheduler.queue import priority_table, sort_key
 from draplan.scheduler.reasons import reason_code
 
 CATEGORIES = (
@@ -52,12 +64,6 @@ CATEGORIES = (
     "GangUnplaceable",
     "Timeout",
 )
-NODE_CONSTRAINT_PLUGINS = (
-    names.NODE_AFFINITY,
-    names.TAINT_TOLERATION,
-    names.NODE_UNSCHEDULABLE,
-    names.NODE_NAME,
-)
 CONSTRAINT_FIX = {
     names.NODE_AFFINITY: "relax the pod's node selector or affinity",
     names.TAINT_TOLERATION: "add a toleration for the node taint",
@@ -67,14 +73,25 @@ CONSTRAINT_FIX = {
 NEAREST = 3
 
 
+Proposals = Callable[[Pod], Iterator[Fix]]
+
+
 @dataclass
 class Diagnosis:
+    """One pod's category, message, evidence and fix. A fix that can be simulated is given as
+    `proposals` (tried in order on the state after the pods ahead got theirs; the first that
+    makes the pod schedulable is printed) with the message's `finding` and the remedy to
+    name when none works (`otherwise`); advice that cannot be simulated (fix a claim, create
+    gang members) is a `fix` marked verified false."""
+
     pod: ObjectKey
     category: str
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: dict[str, Any] | None = None
     devices: int = 0  # devices the pod asks for: how costly it is to leave it pending
+    proposals: Proposals | None = None
+    otherwise: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,11 +177,14 @@ class Auditor:
         self.matcher = DeviceMatcher(state)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
+        self.reacher = Reacher(state, self.profile)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
         self._verdicts: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis] = {}
-        self._moves: dict[bytes, dict[str, Any]] = {}
+        self.verifier: Verifier | None = None  # while fixes are chosen
+        self._early: dict[tuple[bytes, tuple[str, ...] | None], Diagnosis | None] = {}
+        self._unfixed: set[tuple[bytes, tuple[str, ...] | None]] = set()
 
     def audit(self, pods: list[Pod]) -> list[Diagnosis]:
         """Diagnose `pods` (pending, unchanged objects); the state is restored afterwards."""
@@ -181,7 +201,45 @@ class Auditor:
             for pod in pods:
                 claims, size, found = first[key_of(pod)]
                 out.append(found or self.diagnose(pod, claims, size))
+            with self.state.forked():
+                self._verify(out, {key_of(p): p for p in pods})
             return out
+
+    def _verify(self, diagnoses: list[Diagnosis], pods: dict[ObjectKey, Pod]) -> None:
+        """Choose every pod's fix in queue order, each checked on the state the fixes before it
+        leave (kept applied): two pods are never promised the same room. A gang's members
+        share their gang's fix. Pods of a shape for which nothing worked get nothing tried,
+        since the state only gets fuller."""
+        classes, default = priority_table(self.state)
+        verifier = self.verifier = Verifier(self.state, self.scheduler)
+        done: dict[tuple[str, ...], Fix | None] = {}
+        order = sorted(diagnoses, key=lambda d: sort_key(pods[d.pod], classes, default))
+        for d in order:
+            if d.proposals is None:
+                if d.fix is not None:
+                    d.fix = {**d.fix, "verified": bool(d.fix.get("verified", False))}
+                continue
+            pod = pods[d.pod]
+            gang = self.gangs.get(d.pod)
+            shape = (self.scheduler.shape_of(self.state, pod), gang.key if gang else None)
+            if gang is not None and gang.key in done:
+                chosen = done[gang.key]
+            elif shape in self._unfixed:
+                chosen = None
+            else:
+                group = self._members(gang) if gang is not None else [pod]
+                chosen = verifier.first(group, d.proposals(pod))
+                if gang is not None:
+                    done[gang.key] = chosen
+                if chosen is None:
+                    self._unfixed.add(shape)
+            d.proposals = None
+            if chosen is not None:
+                d.message = f"{d.message}; {chosen.text}."
+                d.fix = chosen.to_dict()
+            else:
+                d.message = f"{d.message}; {d.otherwise}."
+                d.fix = None
 
     # --- per pod: the categories that do not depend on capacity -------------------------
 
@@ -242,20 +300,166 @@ class Auditor:
             )
         shape = self.scheduler.shape_of(self.state, pod)
         view = self._view(shape, pod, claims)
-        early = self._before_pools(key, gang, view, size)
+        if gang is None and view.fits:
+            return Diagnosis(
+                key,
+                "Schedulable",
+                f"It fits now (on {view.fits[0]}); it only waits for the scheduler.",
+                {**view.evidence(), "node": view.fits[0]},
+                None,
+                size,
+            )
+        reach = None
+        if all(c.status.allocation is None for c in claims):
+            reach = self.reacher.reach(shape, pod, claims)
+        memo = (shape, gang.key if gang is not None else None)
+        if memo not in self._early:
+            self._early[memo] = self._constraints(pod, claims, view, reach, size)
+        early = self._early[memo]
         if early is not None:
-            return early
+            return dataclasses.replace(early, pod=key)
         if self.pools is not None:
             verdict = self.pools.verdict(key, pod, shape)
             if verdict is not None:
                 evidence = {**view.evidence(), **verdict.evidence}
-                return Diagnosis(
-                    key, verdict.category, verdict.message, evidence, verdict.fix, size
-                )
-        memo = (shape, gang.key if gang is not None else None)
+                out = Diagnosis(key, verdict.category, verdict.message, evidence, verdict.fix, size)
+                if verdict.fix is not None:
+                    out.fix = {**verdict.fix, "verified": verdict.category != NO_POOL}
+                if verdict.category == NO_POOL and reach is not None:
+                    blocked = [h for h in reach.hosts if h.pool and h.blocks is not None]
+                    if blocked and blocked[0].blocks is not None:
+                        # A pool could hold it but for its node constraints: say which.
+                        reason = blocked[0].blocks.reasons[0]
+                        out.message = (
+                            f"No NodePool's node admits it as it is (pool {blocked[0].pool}: "
+                            f"{reason})"
+                        )
+                        out.proposals = _relaxations(blocked)
+                        out.otherwise = "no toleration or relaxed selector draplan tried helps"
+                        out.fix = None
+                return out
         if memo not in self._verdicts:
-            self._verdicts[memo] = self._capacity(pod, claims, gang, view, size)
+            self._verdicts[memo] = self._capacity(pod, claims, gang, view, size, reach)
         return dataclasses.replace(self._verdicts[memo], pod=key)
+
+    def _constraints(
+        self,
+        pod: Pod,
+        claims: list[ResourceClaim],
+        view: ShapeView,
+        reach: Reach | None,
+        size: int,
+    ) -> Diagnosis | None:
+        """NodeConstraints, or TopologyMismatch of a shape no node can ever hold: what
+        comes before the pools and capacity (per pod shape)."""
+        key = key_of(pod)
+        if view.excluded:
+            return self._constrained(key, view, reach, size)
+        if reach is None:
+            return None
+        if not reach.hosts and reach.short_group() is not None:
+            return self._impossible(key, view, reach, size)
+        if reach.hosts and not reach.admitted:
+            return self._unreachable(key, view, reach, size)
+        return None
+
+    def _constrained(
+        self, key: ObjectKey, view: ShapeView, reach: Reach | None, size: int
+    ) -> Diagnosis:
+        """NodeConstraints: nodes with room now are excluded by the pod's node constraints."""
+        nodes = list(view.excluded)[:NEAREST]
+        first = nodes[0]
+        count = f"{len(nodes)}" if len(view.excluded) <= NEAREST else f"More than {NEAREST}"
+        hosts = [Host(n, "", self.reacher.blocks(self.state.pods[key], n)) for n in nodes]
+        if reach is not None:
+            hosts += [h for h in reach.hosts if h.blocks is not None]
+        return Diagnosis(
+            key,
+            "NodeConstraints",
+            f"{count} node(s) have room but the pod's selectors, affinity or tolerations "
+            f"exclude them (e.g. {first}: {view.excluded[first]})",
+            {**view.evidence(), "excludedNodes": {n: view.excluded[n] for n in nodes}},
+            None,
+            size,
+            _relaxations(hosts),
+            CONSTRAINT_FIX.get(view.plugins[first], "relax the pod's node constraints")
+            + " (no change draplan tried makes it schedulable now)",
+        )
+
+    def _unreachable(self, key: ObjectKey, view: ShapeView, reach: Reach, size: int) -> Diagnosis:
+        """NodeConstraints: only nodes (or NodePool templates) its node constraints exclude
+        could ever hold the pod; it is never a question of capacity."""
+        blocked = [h for h in reach.hosts if h.blocks is not None]
+        first = blocked[0]
+        assert first.blocks is not None
+        where = f"pool {first.pool}" if first.pool else first.node
+        count = f"{len(blocked)} node(s)" if len(blocked) <= NEAREST else "Nodes"
+        if any(h.pool for h in blocked):
+            count = f"{count} or pools" if not all(h.pool for h in blocked) else "NodePools"
+        taints = sorted(
+            {f"{t.key}: {t.value}" for h in blocked if h.blocks for t in h.blocks.taints}
+        )
+        evidence = {
+            **view.evidence(),
+            "excludedNodes": {
+                (f"pool {h.pool}" if h.pool else h.node): list(h.blocks.reasons)
+                for h in blocked[:NEAREST]
+                if h.blocks is not None
+            },
+        }
+        if taints:
+            evidence["taints"] = taints
+        return Diagnosis(
+            key,
+            "NodeConstraints",
+            _sentence(
+                f"{count} could hold it but its node constraints exclude every one of them "
+                f"(e.g. {where}: {first.blocks.reasons[0]})"
+            ),
+            evidence,
+            None,
+            size,
+            _relaxations(blocked),
+            "no relaxation draplan tried, even with a new node, makes it schedulable",
+        )
+
+    def _impossible(
+        self,
+        key: ObjectKey,
+        view: ShapeView,
+        reach: Reach,
+        size: int,
+    ) -> Diagnosis:
+        """TopologyMismatch: no node or pool shape can ever meet a claim constraint."""
+        group = reach.short_group()
+        assert group is not None
+        attribute = group.get("matchAttribute") or group.get("distinctAttribute") or ""
+        where = "any node or pool" if self.state.node_pools else "any node"
+        likes = [min(view.supplies.values(), key=_nearness).node] if view.supplies else []
+
+        def proposals(pod: Pod) -> Iterator[Fix]:
+            drop = f"drop its claim's constraint on {attribute}"
+            yield Fix(drop, "relax the constraint", drop_constraints=(attribute,))
+            for like in likes:
+                yield Fix(
+                    f"{drop} and add a node like {like}",
+                    "relax the constraint and add a node",
+                    drop_constraints=(attribute,),
+                    add=1,
+                    like=like,
+                )
+
+        return Diagnosis(
+            key,
+            "TopologyMismatch",
+            _sentence(f"{group_text(group)} on {where}, so no node can ever hold it"),
+            {**view.evidence(), "constraint": group, "shapes": reach.shapes},
+            None,
+            size,
+            proposals,
+            f"no node offers {group['needed']} such devices on one {attribute} and relaxing the "
+            "constraint alone does not make it fit; relax the constraint and free or add room",
+        )
 
     def _incomplete(self, key: ObjectKey, gang: Gang, size: int) -> Diagnosis | None:
         alive = [k for k in gang.members if k in self.state.pods]
@@ -287,37 +491,6 @@ class Auditor:
             size,
         )
 
-    def _before_pools(
-        self, key: ObjectKey, gang: Gang | None, view: ShapeView, size: int
-    ) -> Diagnosis | None:
-        if gang is None and view.fits:
-            return Diagnosis(
-                key,
-                "Schedulable",
-                f"It fits now (on {view.fits[0]}); it only waits for the scheduler.",
-                {**view.evidence(), "node": view.fits[0]},
-                None,
-                size,
-            )
-        if view.excluded:
-            return self._constrained(key, view, size)
-        return None
-
-    def _constrained(self, key: ObjectKey, view: ShapeView, size: int) -> Diagnosis:
-        nodes = list(view.excluded)[:NEAREST]
-        first = nodes[0]
-        fix = CONSTRAINT_FIX.get(view.plugins[first], "relax the pod's node constraints")
-        count = f"{len(nodes)}" if len(view.excluded) <= NEAREST else f"More than {NEAREST}"
-        return Diagnosis(
-            key,
-            "NodeConstraints",
-            f"{count} node(s) have room but the pod's selectors, affinity or tolerations "
-            f"exclude them (e.g. {first}: {view.excluded[first]}); {fix}.",
-            {**view.evidence(), "excludedNodes": {n: view.excluded[n] for n in nodes}},
-            {"action": fix, "nodes": nodes},
-            size,
-        )
-
     # --- per shape: what every node has for it ------------------------------------------
 
     def _view(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
@@ -339,7 +512,7 @@ class Auditor:
         )
         for name, status in statuses.items():
             node = self.state.nodes[name]
-            if status.plugin in NODE_CONSTRAINT_PLUGINS:
+            if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
                 if len(view.excluded) > NEAREST:
                     continue
@@ -405,15 +578,22 @@ class Auditor:
         return max(1, min(len(self._members(gang)), gang.min_count - bound))
 
     def _capacity(
-        self, pod: Pod, claims: list[ResourceClaim], gang: Gang | None, view: ShapeView, size: int
+        self,
+        pod: Pod,
+        claims: list[ResourceClaim],
+        gang: Gang | None,
+        view: ShapeView,
+        size: int,
+        reach: Reach | None,
     ) -> Diagnosis:
         """The rungs from CapacityExhausted down, in CATEGORIES order: the first that fits."""
-        case = Case(key_of(pod), pod, claims, gang, view, size, self._scale(gang))
+        hostable = {h.node for h in reach.admitted if not h.pool} if reach is not None else None
+        case = Case(key_of(pod), pod, claims, gang, view, size, self._scale(gang), hostable)
         return (
             _invalid(case)
             or _blocked(case)
             or self._exhausted(case)
-            or _shaped(case)
+            or self._shaped(case)
             or self._domain(case)
             or self._fragmented(case)
             or self._gang_unplaceable(case)
@@ -424,7 +604,7 @@ class Auditor:
         """CapacityExhausted: only nodes that could hold the pod if they were empty count; free
         capacity elsewhere is of the wrong kind (too few matching devices, too small)."""
         who = "the gang" if case.gang is not None else "the pod"
-        hosts = [s for s in case.supplies if s.could_host()]
+        hosts = case.hosts
         if not hosts:
             best = _lacks_text(case.supplies[0]) if case.supplies else "no usable node"
             return case.diagnosis(
@@ -440,17 +620,56 @@ class Auditor:
         unit = need // case.scale
         like = min(hosts, key=lambda s: (-_per_node(s, what, unit), s.node))
         per_node = _per_node(like, what, unit)
-        add = math.ceil((need - have) / per_node) if per_node else None
-        fix: dict[str, Any] = {"action": "add nodes", "resource": what, "missing": need - have}
-        if add is not None:
-            fix.update({"add": add, "like": like.node})
+        add = math.ceil((need - have) / per_node) if per_node else 1
+        extra = (("resource", what), ("missing", need - have))
+
+        def proposals(pod: Pod) -> Iterator[Fix]:
+            for n in (add, add + 1):
+                yield Fix(
+                    f"add {n} node(s) like {like.node}",
+                    "add nodes",
+                    add=n,
+                    like=like.node,
+                    extra=extra,
+                )
+
         return case.diagnosis(
             "CapacityExhausted",
             f"The nodes that could hold {who} have {_amount(what, have)} free for {what} but "
-            f"{who} needs {_amount(what, need)}; add {add or 'more'} node(s) like {like.node} or "
-            "wait for running work to finish.",
+            f"{who} needs {_amount(what, need)}",
             {"short": {k: {"needed": n, "free": f} for k, (n, f) in short.items()}},
-            fix,
+            proposals=proposals,
+            otherwise="wait for running work to finish (no node draplan tried to add helps)",
+        )
+
+    def _shaped(self, case: Case) -> Diagnosis | None:
+        """TopologyMismatch: it fits no node, yet some have enough free matching devices and
+        only the claim's constraints fail there."""
+        hosts = {s.node for s in case.hosts}  # not nodes whose shape can never meet it
+        shaped = [
+            s for s in case.candidates if s.code == CONSTRAINT_UNSATISFIABLE and s.node in hosts
+        ]
+        if case.view.fits or not shaped:
+            return None
+        nodes = [s.node for s in shaped]
+        attributes = _constraint_attributes(case.claims)
+
+        def proposals(pod: Pod) -> Iterator[Fix]:
+            yield from self._moves(pod, shaped)
+            for attribute in attributes[:1]:
+                yield Fix(
+                    f"drop its claim's constraint on {attribute}",
+                    "relax the constraint",
+                    drop_constraints=(attribute,),
+                )
+
+        return case.diagnosis(
+            "TopologyMismatch",
+            f"{_nodes_text(nodes)} enough free matching devices but none in the required shape "
+            f"({_constraint_text(case.claims)})",
+            {"shapedNodes": nodes[:NEAREST]},
+            proposals=proposals,
+            otherwise="free a whole group there or relax the constraint",
         )
 
     def _domain(self, case: Case) -> Diagnosis | None:
@@ -479,37 +698,48 @@ class Auditor:
         if case.view.fits or case.timeouts:
             return None
         where = "devices or partitions of one node" if case.candidates else "nodes"
-        best = next((s for s in case.supplies if s.could_host()), case.supplies[0])
-        fix = self._defragment(case.pod, case.supplies)
-        if fix["node"] is not None:
-            then = f"moving {_moves_text(fix['move'])} makes room on {fix['node']}"
-        else:
-            then = (
-                f"moving up to {MAX_MOVED} pods cannot free a node for it, so add a node like "
-                f"{best.node}"
-            )
-            fix = {"action": "add a node", "like": best.node, "add": 1}
+        best = case.hosts[0] if case.hosts else case.supplies[0]
+        hosts = case.hosts
+
+        # A gang needs room for all its pending members at once: no single node's moves
+        # give it that; a node per member does (checked like every fix).
+        add = case.scale if case.gang is not None else 1
+
+        def proposals(pod: Pod) -> Iterator[Fix]:
+            if add == 1:
+                yield from self._moves(pod, hosts)
+            what = "a node" if add == 1 else f"{add} nodes"
+            action = "add a node" if add == 1 else "add nodes"
+            yield Fix(f"add {what} like {best.node}", action, add=add, like=best.node)
+
         return case.diagnosis(
             "Fragmentation",
             f"Enough free capacity exists in total but it is split across {where}, so no single "
-            f"node fits the pod (nearest: {_lacks_text(best)}); {then}.",
-            fix=fix,
+            f"node fits the pod (nearest: {_lacks_text(best)})",
+            proposals=proposals,
+            otherwise=f"moving up to {MAX_MOVED} pods frees no node for it and no node draplan "
+            "tried to add helps",
         )
 
-    def _defragment(self, pod: Pod, supplies: list[NodeSupply]) -> dict[str, Any]:
-        """The moves that free the nearest node for the pod (kept per shape: a gang member
-        and a lone pod of one shape get the same answer)."""
-        shape = self.scheduler.shape_of(self.state, pod)
-        if shape not in self._moves:
-            fix: dict[str, Any] = {"action": "move pods to defragment", "node": None, "move": {}}
-            for s in [s for s in supplies if s.could_host()][:NEAREST]:
-                deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
-                moved = self.mover.defragment(pod, s.node, deficit)
-                if moved is not None:
-                    fix = {"action": "move pods to defragment", "node": s.node, "move": moved}
-                    break
-            self._moves[shape] = fix
-        return dict(self._moves[shape])
+    def _moves(self, pod: Pod, supplies: list[NodeSupply]) -> Iterator[Fix]:
+        """Moves that free one of the nearest nodes for the pod, planned on the state as the
+        fixes of the pods ahead of it leave it. For a pod alone, the simulation that finds
+        them is the check: they stay made. A gang's members are checked together."""
+        alone = key_of(pod) not in self.gangs
+        # Nodes earlier fixes placed pods on (or freed) have changed since `supplies` were
+        # counted: the next ones are tried instead.
+        used = self.verifier.used if self.verifier is not None else set()
+        for s in islice((s for s in supplies if s.node not in used), NEAREST):
+            deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
+            moved = self.mover.defragment(pod, s.node, deficit, keep=alone)
+            if moved is not None:
+                yield Fix(
+                    f"moving {_moves_text(moved)} makes room on {s.node}",
+                    "move pods to defragment",
+                    node=s.node,
+                    move=tuple(moved.items()),
+                    made=alone,
+                )
 
     def _gang_unplaceable(self, case: Case) -> Diagnosis | None:
         """Every member fits somewhere alone and the total suffices, yet not all together."""
@@ -539,10 +769,17 @@ class Case:
         view: ShapeView,
         size: int,
         scale: int,
+        hostable: set[str] | None = None,
     ) -> None:
         self.key, self.pod, self.claims, self.gang = key, pod, claims, gang
         self.view, self.size, self.scale = view, size, scale
         self.supplies = sorted(view.supplies.values(), key=_nearness)
+        # Nodes an empty copy of which holds the pod (its reach), else by device counts.
+        self.hosts = [
+            s
+            for s in self.supplies
+            if (s.node in hostable if hostable is not None else s.could_host())
+        ]
         # Nodes where the devices and resources suffice: only the allocator's search says no.
         self.candidates = [s for s in self.supplies if s.devices_suffice() and s.fits_resources]
         self.timeouts = [s.node for s in self.candidates if s.code == TIMEOUT]
@@ -555,9 +792,18 @@ class Case:
         message: str,
         evidence: dict[str, Any] | None = None,
         fix: dict[str, Any] | None = None,
+        proposals: Proposals | None = None,
+        otherwise: str = "",
     ) -> Diagnosis:
         return Diagnosis(
-            self.key, category, message, {**self.evidence, **(evidence or {})}, fix, self.size
+            self.key,
+            category,
+            message,
+            {**self.evidence, **(evidence or {})},
+            fix,
+            self.size,
+            proposals,
+            otherwise,
         )
 
 
@@ -587,21 +833,6 @@ def _blocked(case: Case) -> Diagnosis | None:
     return case.diagnosis(
         "CapacityExhausted",
         f"No node is considered because {why}; wait for a user of its claim to finish.",
-    )
-
-
-def _shaped(case: Case) -> Diagnosis | None:
-    """TopologyMismatch: it fits no node, yet some have enough free matching devices and only
-    the claim's constraints fail there."""
-    shaped = [s.node for s in case.candidates if s.code == CONSTRAINT_UNSATISFIABLE]
-    if case.view.fits or not shaped:
-        return None
-    return case.diagnosis(
-        "TopologyMismatch",
-        f"{_nodes_text(shaped)} enough free matching devices but none in the required shape "
-        f"({_constraint_text(case.claims)}); relax the constraint or free a whole group there.",
-        {"shapedNodes": shaped[:NEAREST]},
-        {"action": "relax the constraint or free a whole group", "nodes": shaped[:NEAREST]},
     )
 
 
@@ -701,6 +932,85 @@ def _amount(what: str, value: int) -> str:
     if " " not in what:
         return f"{value / 1000:g} {what}"
     return f"{value} device(s)"
+
+
+def _constraint_attributes(claims: list[ResourceClaim]) -> list[str]:
+    return [
+        c.match_attribute or c.distinct_attribute or ""
+        for claim in claims
+        for c in claim.spec.devices.constraints
+    ]
+
+
+def _relaxation(host: Host) -> Fix | None:
+    """What lifts the host's node constraints for the pod: tolerations for its taints, a
+    relaxed selector, an uncordon."""
+    b = host.blocks
+    if b is None:
+        return None
+    texts, actions = [], []
+    tolerations = tuple(Toleration(key=t.key, operator="Exists", effect=t.effect) for t in b.taints)
+    if tolerations:
+        keys = sorted({t.key for t in tolerations})
+        texts.append(f"add a toleration for {' and '.join(keys)}")
+        actions.append("add a toleration")
+    if b.selector:
+        texts.append("relax its node selector or affinity")
+        actions.append("relax the node selector")
+    uncordon = (host.node,) if b.cordoned and not host.pool else ()
+    if uncordon:
+        texts.append(f"uncordon {host.node}")
+        actions.append("uncordon the node")
+    if not texts or (b.cordoned and host.pool):
+        return None
+    return Fix(
+        " and ".join(texts),
+        " and ".join(actions),
+        tolerations=tolerations,
+        relax=b.selector,
+        uncordon=uncordon,
+    )
+
+
+def _relaxations(hosts: list[Host]) -> Proposals:
+    """The relaxations of the hosts' constraints alone, then each with a new node of the
+    host's kind (or of its pool), in the hosts' order."""
+
+    def proposals(pod: Pod) -> Iterator[Fix]:
+        alone: list[Fix] = []
+        with_node: list[Fix] = []
+        for host in hosts:
+            if len(with_node) >= NEAREST:
+                break  # the hosts are in order: the first few are the ones to offer
+            fix = _relaxation(host)
+            if fix is None:
+                continue
+            if fix not in alone and len(alone) < NEAREST:
+                alone.append(fix)
+            if host.blocks is not None and host.blocks.cordoned:
+                continue  # a cordoned node is uncordoned (above), not copied
+            if host.pool:
+                more = dataclasses.replace(
+                    fix,
+                    text=f"{fix.text} so that pool {host.pool} adds a node for it",
+                    action=f"{fix.action} and add a node of the pool",
+                    add=1,
+                    pool=host.pool,
+                )
+            else:
+                more = dataclasses.replace(
+                    fix,
+                    text=f"{fix.text} and add a node like {host.node}",
+                    action=f"{fix.action} and add a node",
+                    add=1,
+                    like=host.node,
+                )
+            if more not in with_node and len(with_node) < NEAREST:
+                with_node.append(more)
+        yield from alone
+        yield from with_node
+
+    return proposals
 
 
 def _constraint_text(claims: list[ResourceClaim]) -> str:

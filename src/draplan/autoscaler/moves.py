@@ -2,23 +2,29 @@
 a pending pod (defragmentation), and how many members of a gang fit together.
 
 Every simulation runs in a fork that is reverted, so the state is unchanged afterwards; moved
-pods go wherever the real scheduler puts them, under the scale-down rules (a claim shared with
-a pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+pods go where the real scheduler puts them, under the scale-down rules (a claim shared with a
+pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+
+A moved pod goes to the cheapest nodes that take it: nodes are tried in tiers of what they
+cost per hour (cluster.nodepools.price_per_hour), cheapest first; nodes nothing prices come
+after every priced one, smaller ones (allocatable cpu, then memory) first, since a smaller
+node of a cluster costs less. Within a tier the scheduler chooses, as it would.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from itertools import combinations
 
+import msgspec
+
 from draplan.api.core_v1 import Pod
+from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.scaledown import SAFE_TO_EVICT
 from draplan.cluster.nodepools import price_per_hour
-from draplan.cluster.podresources import is_terminal
+from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
@@ -29,13 +35,31 @@ def label(key: ObjectKey) -> str:
     return f"{key[0]}/{key[1]}"
 
 
-def price_tiers(state: ClusterState) -> list[list[str]]:
-    """Node names grouped by price per hour, cheapest first; nodes without a price last."""
-    tiers: dict[float, list[str]] = {}
-    for name, node in sorted(state.nodes.items()):
-        price = price_per_hour(state, node)
-        tiers.setdefault(math.inf if price is None else price, []).append(name)
-    return [tiers[p] for p in sorted(tiers)]
+def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
+    """The claims a pod names or had generated, as they are in the state."""
+    pod = state.pods[key]
+    names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
+    names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+    found = (state.claims.get((key[0], n)) for n in sorted(names - {""}))
+    return [c for c in found if c is not None]
+
+
+def release(state: ClusterState, keys: set[ObjectKey]) -> str:
+    """scheduler.claims.release_claims for the claims of `keys` only, found through the pods
+    (not by walking every claim): why a claim cannot move, having released nothing of it."""
+    for key in sorted(keys):
+        for claim in claims_of(state, key):
+            if claim.status.allocation is None:
+                continue
+            users = {(claim.metadata.namespace, r.name) for r in claim.status.reserved_for}
+            if users - keys:
+                return (
+                    f"claim {claim.metadata.namespace}/{claim.metadata.name} is also used by "
+                    "pods on other nodes"
+                )
+            status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=())
+            state.put_claim(msgspec.structs.replace(claim, status=status))
+    return ""
 
 
 class Mover:
@@ -44,7 +68,7 @@ class Mover:
         state: ClusterState,
         scheduler: Scheduler,
         gangs: dict[ObjectKey, Gang],
-        by_price: bool = False,
+        by_price: bool = True,
         fixed: frozenset[ObjectKey] = frozenset(),
     ):
         """`by_price`: a moved pod goes to the cheapest node that takes it, not where the
@@ -59,27 +83,55 @@ class Mover:
         self._tiers: list[list[str]] | None = None
 
     def pods_on(self, node: str) -> list[ObjectKey]:
-        """Running pods per node, indexed once (audits run on one unchanging state)."""
+        """The pods running on `node`: indexed once, on the first call; a pod moved or placed
+        since is not counted (a fix already counts on where it is)."""
         if self._on_node is None:
             index: dict[str, list[ObjectKey]] = {}
             for key, pod in sorted(self.state.pods.items()):
                 if pod.spec.node_name and not is_terminal(pod):
                     index.setdefault(pod.spec.node_name, []).append(key)
             self._on_node = index
-        return self._on_node.get(node, [])
+        pods = self.state.pods
+        return [
+            k for k in self._on_node.get(node, []) if k in pods and pods[k].spec.node_name == node
+        ]
+
+    def tiers(self) -> list[list[str]]:
+        """The nodes grouped by what they cost, cheapest first (see the module's note)."""
+        if self._tiers is None:
+            groups: dict[tuple[int, float, int, int], list[str]] = {}
+            for name, node in sorted(self.state.nodes.items()):
+                price = price_per_hour(self.state, node)
+                alloc = node_allocatable(node)
+                size = (alloc.get("cpu", 0), alloc.get("memory", 0))
+                key = (0, price, 0, 0) if price is not None else (1, 0.0, *size)
+                groups.setdefault(key, []).append(name)
+            self._tiers = [groups[k] for k in sorted(groups)]
+        return self._tiers
+
+    def place_cheaply(self, pod: Pod, away_from: str) -> str | None:
+        """Place a moved pod on the cheapest tier that takes it, never back on `away_from`
+        (which the caller has cordoned in its fork)."""
+        state = self.state
+        tiers = self.tiers()
+        if len(tiers) == 1 or not self.by_price:
+            result = self.scheduler.schedule_pod(state, pod)
+            return result.node if result.node != away_from else None
+        for tier in tiers:
+            candidates = [n for n in tier if n != away_from and n in state.nodes]
+            if candidates:
+                result = self.scheduler.schedule_pod(state, pod, candidates)
+                if result.node is not None:
+                    return result.node
+        return None
 
     def _held(self, key: ObjectKey) -> int:
         """Devices allocated to the pod's claims."""
-        pod = self.state.pods[key]
-        ns = pod.metadata.namespace
-        names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
-        names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
-        total = 0
-        for name in names - {""}:
-            claim = self.state.claims.get((ns, name))
-            if claim is not None and claim.status.allocation is not None:
-                total += len(claim.status.allocation.devices.results)
-        return total
+        return sum(
+            len(c.status.allocation.devices.results)
+            for c in claims_of(self.state, key)
+            if c.status.allocation is not None
+        )
 
     def _movable(self, node: str) -> list[tuple[int, ObjectKey]]:
         out = []
@@ -92,9 +144,13 @@ class Mover:
             out.append((self._held(key), key))
         return sorted(out)
 
-    def defragment(self, pod: Pod, node: str, deficit: int) -> dict[str, str] | None:
+    def defragment(
+        self, pod: Pod, node: str, deficit: int, keep: bool = False
+    ) -> dict[str, str] | None:
         """The fewest running pods to move off `node` (holding at least `deficit` devices
-        together) so that `pod` fits there and each moved pod fits elsewhere: {pod: new node}."""
+        together) so that `pod` fits there and each moved pod fits elsewhere: {pod: new node}.
+        With `keep`, the moves found stay made in the state (the pod placed, the moved pods
+        on their new nodes, `node` cordoned so nothing else counts on it)."""
         movable = self._movable(node)
         tries = 0
         for size in range(1, min(MAX_MOVED, len(movable)) + 1):
@@ -104,39 +160,42 @@ class Mover:
                 tries += 1
                 if tries > MAX_TRIES:
                     return None
-                moved = self._try(pod, node, [key for _, key in combo])
+                moved = self._try(pod, node, [key for _, key in combo], keep)
                 if moved is not None:
                     return moved
         return None
 
-    def _try(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
+    def _try(self, pod: Pod, node: str, keys: list[ObjectKey], keep: bool) -> dict[str, str] | None:
         state = self.state
-        with state.forked():
-            if release_claims(state, set(keys)):
-                return None
-            for key in keys:
-                state.unbind_pod(state.pods[key])
-            if self.scheduler.schedule_pod(state, pod, [node]).node is None:
-                return None
-            out = {}
-            for key in keys:
-                target = self._place(state.pods[key])
-                if target is None:
-                    return None
-                out[label(key)] = target
-            return out
+        state.fork()
+        moved = None
+        try:
+            moved = self._moved(pod, node, keys)
+        finally:
+            if moved is not None and keep:
+                state.commit()
+            else:
+                state.revert()
+        return moved
 
-    def _place(self, pod: Pod) -> str | None:
-        """Bind a moved pod where it goes (see `by_price`); None if nowhere."""
-        if not self.by_price:
-            return self.scheduler.schedule_pod(self.state, pod).node
-        if self._tiers is None:
-            self._tiers = price_tiers(self.state)  # nodes do not change during an audit
-        for tier in self._tiers:
-            node = self.scheduler.schedule_pod(self.state, pod, tier).node
-            if node is not None:
-                return node
-        return None
+    def _moved(self, pod: Pod, node: str, keys: list[ObjectKey]) -> dict[str, str] | None:
+        state = self.state
+        if release(state, set(keys)):
+            return None
+        for key in keys:
+            state.unbind_pod(state.pods[key])
+        if self.scheduler.schedule_pod(state, pod, [node]).node is None:
+            return None
+        freed = state.nodes[node]
+        cordoned = msgspec.structs.replace(freed.spec, unschedulable=True)
+        state.add_node(msgspec.structs.replace(freed, spec=cordoned))  # no move back
+        out = {}
+        for key in keys:
+            target = self.place_cheaply(state.pods[key], node)
+            if target is None:
+                return None
+            out[label(key)] = target
+        return out
 
     def together(self, pods: Sequence[Pod], nodes: list[str] | None = None) -> int:
         """How many of `pods` the scheduler places one after another (on `nodes` only)."""

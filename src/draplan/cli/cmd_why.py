@@ -53,10 +53,17 @@ def _fix(fix: dict[str, Any] | None) -> str:
     if not fix:
         return "<none>"
     return ", ".join(
-        f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+        f"{k}={','.join(map(_item, v)) if isinstance(v, list) else v}"
         for k, v in fix.items()
         if not isinstance(v, dict)
     )
+
+
+def _item(value: Any) -> str:
+    """A list item of a fix; a toleration reads key:operator:effect."""
+    if isinstance(value, dict):
+        return ":".join(str(v) for v in value.values())
+    return str(value)
 
 
 COMMANDS = [why_cmd]

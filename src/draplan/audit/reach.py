@@ -1,0 +1,255 @@
+"""Which node shapes could ever host a pod: every kind of existing node and every NodePool's
+template, empty, asked of the real scheduler with the pod's node constraints (taints, node
+selector and affinity, cordon) set aside; then which of them those constraints admit.
+
+Nodes of one kind (same Node object but its name, same devices but their identities) share one
+check, so a large cluster of few node types costs a few scheduling cycles per pod shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from draplan.allocator import AllocationError, shape_groups
+from draplan.allocator.types import TIMEOUT
+from draplan.api.core_v1 import Node, Pod, Taint, Toleration
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.resource_v1 import ResourceClaim
+from draplan.audit.fixes import twin_pool
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.cluster.nodepools import price_per_hour
+from draplan.cluster.podresources import pod_requests
+from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler import Profile, Scheduler
+from draplan.scheduler.framework import CycleState, PodInfo
+from draplan.scheduler.plugins import names
+from draplan.scheduler.plugins.tainttoleration import tolerates
+
+HOSTNAME = "kubernetes.io/hostname"
+# Device attributes that name one physical device, not its kind (NVIDIA's DRA driver).
+IDENTITY_ATTRIBUTES = frozenset({"uuid", "parentUUID", "serialNumber"})
+CONSTRAINT_PLUGINS = (
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
+)
+# Tolerates every taint, the cordon's too (core/v1: an empty key with Exists matches all).
+EVERY_TAINT = Toleration(operator="Exists")
+
+
+def relaxed(pod: Pod) -> Pod:
+    """`pod` without its node constraints: tolerating every taint, any node selected."""
+    spec = msgspec.structs.replace(
+        pod.spec, tolerations=(EVERY_TAINT,), node_selector={}, affinity=None
+    )
+    return msgspec.structs.replace(pod, spec=spec)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """What of a pod's node constraints excludes a node: the filters' messages, the
+    untolerated taints, a selector or affinity that does not match, a cordon."""
+
+    reasons: tuple[str, ...]
+    taints: tuple[Taint, ...] = ()
+    selector: bool = False
+    cordoned: bool = False
+
+
+@dataclass
+class Host:
+    """An existing node (`pool` "") or a NodePool's template node, an empty copy of which
+    holds the pod when its node constraints are set aside."""
+
+    node: str
+    pool: str = ""
+    blocks: Blocks | None = None  # None: its constraints admit the pod too
+    price: float | None = None
+
+
+@dataclass
+class Reach:
+    hosts: list[Host] = field(default_factory=list)  # admitted first, then by price and name
+    groups: list[dict[str, Any]] = field(default_factory=list)  # constraint groups, largest
+    shapes: int = 0  # node kinds and templates looked at
+
+    @property
+    def admitted(self) -> list[Host]:
+        return [h for h in self.hosts if h.blocks is None]
+
+    def short_group(self) -> dict[str, Any] | None:
+        """A claim constraint no node or template shape can ever meet, if any."""
+        return next((g for g in self.groups if g["largestGroup"] < g["needed"]), None)
+
+
+def node_blocks(profile: Profile, state: ClusterState, pod: Pod, node: Node) -> Blocks | None:
+    """What of the pod's node constraints excludes `node` (the profile's filters), or None."""
+    info = PodInfo(pod, key_of(pod), pod_requests(pod), b"")
+    reasons: list[str] = []
+    failed: set[str] = set()
+    for plugin in profile.filters:
+        if plugin.name not in CONSTRAINT_PLUGINS:
+            continue
+        status = plugin.filter(state, CycleState(), info, node)
+        if not status.ok:
+            failed.add(plugin.name)
+            reasons.extend(status.reasons or (plugin.name,))
+    if not failed:
+        return None
+    taints: tuple[Taint, ...] = ()
+    if names.TAINT_TOLERATION in failed:
+        taints = tuple(
+            t
+            for t in node.spec.taints
+            if t.effect in ("NoSchedule", "NoExecute")
+            and not any(tolerates(tol, t) for tol in pod.spec.tolerations)
+        )
+    return Blocks(
+        tuple(reasons),
+        taints,
+        names.NODE_AFFINITY in failed,
+        names.NODE_UNSCHEDULABLE in failed,
+    )
+
+
+class Reacher:
+    """Reach per pod shape, over the kinds of the state's nodes (grouped once)."""
+
+    def __init__(self, state: ClusterState, profile: Profile) -> None:
+        self.state = state
+        self.profile = profile
+        self.scheduler = Scheduler(profile)
+        self._kinds: list[list[str]] | None = None
+        self._memo: dict[bytes, Reach] = {}
+
+    def blocks(self, pod: Pod, node: str) -> Blocks | None:
+        return node_blocks(self.profile, self.state, pod, self.state.nodes[node])
+
+    def kinds(self) -> list[list[str]]:
+        """The state's nodes grouped by kind, each group in name order."""
+        if self._kinds is None:
+            groups: dict[bytes, list[str]] = {}
+            for name, node in sorted(self.state.nodes.items()):
+                groups.setdefault(self._kind(node), []).append(name)
+            self._kinds = list(groups.values())
+        return self._kinds
+
+    def _kind(self, node: Node) -> bytes:
+        meta = node.metadata
+        labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
+        anonymous = msgspec.structs.replace(
+            node,
+            metadata=msgspec.structs.replace(
+                meta, name="", uid="", resource_version="", creation_timestamp=None, labels=labels
+            ),
+        )
+        parts: list[Any] = [anonymous]
+        for pool in self.state.pools_for_node(node):
+            local = all(v.node_name == meta.name for v in pool.devices)
+            devices = [
+                msgspec.structs.replace(
+                    v.device,
+                    attributes={
+                        k: a
+                        for k, a in v.device.attributes.items()
+                        if k.rsplit("/", 1)[-1] not in IDENTITY_ATTRIBUTES
+                    },
+                )
+                for v in pool.devices
+            ]
+            parts.append([pool.id[0] if local else list(pool.id), devices, pool.incomplete])
+        data = msgspec.msgpack.encode(parts, enc_hook=str)
+        return data.replace(meta.name.encode(), b"$NODE") if meta.name else data
+
+    def reach(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> Reach:
+        """Memoised per shape: pods of one shape have the same reach."""
+        found = self._memo.get(shape)
+        if found is None:
+            found = self._memo[shape] = self._reach(pod, claims)
+        return found
+
+    def _reach(self, pod: Pod, claims: list[ResourceClaim]) -> Reach:
+        state = self.state
+        free = relaxed(pod)
+        out = Reach()
+        best: dict[int, dict[str, Any]] = {}
+        pending = [c for c in claims if c.status.allocation is None]
+        for members in self.kinds():
+            like = state.nodes[members[0]]
+            with state.forked():
+                pool = twin_pool(like.metadata.name)
+                name, labels = NodeNamer(state, pool).next()
+                new = make_node(state, pool, name, labels)
+                hosts = self._hosts(free, new.node, new, pending, best)
+            out.shapes += 1
+            if not hosts:
+                continue
+            # Nodes of a kind differ only in their names: unless the pod selects nodes by
+            # name, one answers for all.
+            named = _names_nodes(pod)
+            shared = None if named else node_blocks(self.profile, state, pod, like)
+            for member in members:
+                node = state.nodes[member]
+                found = node_blocks(self.profile, state, pod, node) if named else shared
+                out.hosts.append(Host(member, "", found, _price(state, node)))
+        for pool_name, nodepool in sorted(state.node_pools.items()):
+            with state.forked():
+                name, labels = NodeNamer(state, nodepool).next()
+                new = make_node(state, nodepool, name, labels)
+                hosts = self._hosts(free, new.node, new, pending, best)
+                template = node_blocks(self.profile, state, pod, new.node)
+            out.shapes += 1
+            if hosts:
+                out.hosts.append(Host(name, pool_name, template, _pool_price(nodepool)))
+        # A pool's new node before a copy of an existing node of the same price.
+        out.hosts.sort(key=lambda h: (h.blocks is not None, _rank(h.price), not h.pool, h.node))
+        out.groups = [best[i] for i in sorted(best)]
+        return out
+
+    def _hosts(
+        self,
+        pod: Pod,
+        node: Node,
+        new: Any,
+        claims: list[ResourceClaim],
+        best: dict[int, dict[str, Any]],
+    ) -> bool:
+        """Add the new empty node `new` (in the caller's fork); whether it holds `pod`. Its
+        constraint groups raise `best` (the largest per claim constraint seen so far)."""
+        state = self.state
+        add_new_node(state, new)
+        try:
+            groups = shape_groups(state, node, claims, self.profile.options) if claims else []
+        except AllocationError:
+            groups = []
+        for i, row in enumerate(groups):
+            if i not in best or row["largestGroup"] > best[i]["largestGroup"]:
+                best[i] = {k: v for k, v in row.items() if k not in ("largestFreeGroup", "value")}
+        result = self.scheduler.schedule_pod(state, pod, [node.metadata.name])
+        # A search that ran out of budget proves nothing: count the node as a host.
+        return result.node is not None or (
+            result.reason is not None and TIMEOUT in result.reason.nodes
+        )
+
+
+def _names_nodes(pod: Pod) -> bool:
+    """Whether the pod's node selection can tell nodes of one kind apart (by hostname or
+    by field)."""
+    return HOSTNAME in pod.spec.node_selector or pod.spec.affinity is not None
+
+
+def _price(state: ClusterState, node: Node) -> float | None:
+    return price_per_hour(state, node)
+
+
+def _pool_price(pool: NodePool) -> float:
+    return float(pool.spec.price_per_hour)
+
+
+def _rank(price: float | None) -> tuple[int, float]:
+    """Priced nodes first, cheapest first; nodes nothing prices after them."""
+    return (0, price) if price is not None else (1, 0.0)

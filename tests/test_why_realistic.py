@@ -1,0 +1,270 @@
+"""`why` and `allocate` on the platform engineer's dump (tests/data/realistic, issue 15):
+taints are never mistaken for capacity, an impossible PCIe-root pairing is TopologyMismatch
+with the largest group any node offers, and every fix is verified (the move lands on the
+cheapest node that takes the pod).
+
+The Kueue-gated pod is left out: it is not scheduled (its gate is another test's subject) and
+must not take room here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import DATA
+from draplan.audit import CATEGORIES, Diagnosis, why
+from scale_scenarios import load, write
+
+REALISTIC = DATA / "realistic"
+Objs = list[dict[str, Any]]
+TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def dump(pools: bool = False) -> Objs:
+    docs = yaml.safe_load((REALISTIC / "cluster.yaml").read_text())["items"]
+    objs = [o for o in docs if o["metadata"]["name"] != "kueue-job-0"]
+    if pools:
+        objs += list(yaml.safe_load_all((REALISTIC / "pools.yaml").read_text()))
+    return objs
+
+
+def busy(node: str, gpus: int) -> Objs:
+    """A running pod (tolerating the taint) holding the first `gpus` L4s of `node`."""
+    name = f"busy-{node}"
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "serving", "uid": f"uid-claim-{name}"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "exactly": {"deviceClassName": "gpu.nvidia.com", "count": gpus},
+                    }
+                ]
+            }
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "gpus",
+                            "driver": "gpu.nvidia.com",
+                            "pool": node,
+                            "device": f"gpu-{i}",
+                        }
+                        for i in range(gpus)
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                },
+            },
+            "reservedFor": [{"resource": "pods", "name": name, "uid": f"uid-{name}"}],
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "serving", "uid": f"uid-{name}"},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [TOLERATION],
+            "containers": [
+                {
+                    "name": "main",
+                    "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "gpu"}]},
+                }
+            ],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+        },
+        "status": {"phase": "Running"},
+    }
+    return [claim, pod]
+
+
+def full_l4(pools: bool = False) -> Objs:
+    return [*dump(pools), *busy("gpu-l4-a", 4), *busy("gpu-l4-b", 4)]
+
+
+def audit(objs: Objs) -> dict[str, Diagnosis]:
+    return {d.pod[1]: d for d in why(load(objs))}
+
+
+# --- point 1: taints are not capacity ---------------------------------------------------------
+
+
+def test_untolerated_taint_with_room_asks_for_the_toleration() -> None:
+    d = audit(dump())["infer-l4-0"]
+    assert d.category == "NodeConstraints"
+    assert "untolerated taint {nvidia.com/gpu: present}" in d.message
+    assert d.message.endswith("; add a toleration for nvidia.com/gpu.")
+    assert d.fix == {"action": "add a toleration", "tolerations": [TOLERATION], "verified": True}
+
+
+@pytest.mark.parametrize("pools", [False, True])
+def test_untolerated_taint_on_full_nodes_is_not_capacity(pools: bool) -> None:
+    """Every L4 is taken: the taint still excludes every node that could ever hold the pod,
+    so the answer names it; the toleration alone is not enough, so a node comes with it (of
+    pool l4 when NodePools are given)."""
+    d = audit(full_l4(pools))["infer-l4-0"]
+    assert d.category == "NodeConstraints", d.to_dict()
+    assert "untolerated taint {nvidia.com/gpu: present}" in d.message
+    assert d.evidence["taints"] == ["nvidia.com/gpu: present"]
+    assert d.fix is not None and d.fix["verified"]
+    assert d.fix["tolerations"] == [TOLERATION]
+    if pools:
+        assert d.fix["pool"] == "l4" and d.fix["add"] == 1
+        assert "pool l4 adds a node for it" in d.message
+    else:
+        assert d.fix["like"] in ("gpu-l4-a", "gpu-l4-b") and d.fix["add"] == 1
+
+
+def test_untolerated_taint_when_the_pod_needs_more_than_is_free() -> None:
+    """Three of the four L4s of each node are taken and the pod asks for two."""
+    objs = [*dump(), *busy("gpu-l4-a", 3), *busy("gpu-l4-b", 3)]
+    for obj in objs:
+        if obj["kind"] == "ResourceClaimTemplate" and obj["metadata"]["name"] == "l4-1gpu":
+            obj["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
+    d = audit(objs)["infer-l4-0"]
+    assert d.category == "NodeConstraints", d.to_dict()
+    assert d.fix is not None and d.fix["verified"] and d.fix["add"] == 1
+
+
+# --- point 2: an impossible PCIe-root pairing -------------------------------------------------
+
+
+@pytest.mark.parametrize("pools", [False, True])
+def test_impossible_pcie_root_is_topology_mismatch(pools: bool) -> None:
+    d = audit(dump(pools))["train-pcie-0"]
+    assert d.category == "TopologyMismatch", d.to_dict()
+    assert d.evidence["constraint"]["largestGroup"] == 2
+    assert d.evidence["constraint"]["needed"] == 4
+    where = "on any node or pool" if pools else "on any node,"
+    assert (
+        f"At most 2 of the 4 devices it needs share one resource.kubernetes.io/pcieRoot {where}"
+        in d.message
+    )
+    # Never a node like the existing ones as it stands: only with the constraint dropped.
+    assert d.fix is not None and d.fix["verified"]
+    assert d.fix["dropConstraints"] == ["resource.kubernetes.io/pcieRoot"]
+
+
+def test_allocate_gives_the_largest_group(run_cli: Any, tmp_path: Path) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "pcie-4", "namespace": "research"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4},
+                    }
+                ],
+                "constraints": [
+                    {"requests": ["gpus"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}
+                ],
+            }
+        },
+    }
+    path = write(tmp_path, [*dump(), claim])
+    out = run_cli(
+        "allocate", "-f", path, "--node", "gpu-h100-b", "--claim", "research/pcie-4", "-o", "json"
+    )
+    assert out.code == 0, out.err
+    reason = out.json()["reason"]
+    assert reason["code"] == "ConstraintUnsatisfiable"
+    assert (
+        "at most 2 of the 4 devices it needs share one resource.kubernetes.io/pcieRoot"
+        in (reason["message"])
+    )
+    assert reason["constraints"] == [
+        {
+            "claim": "research/pcie-4",
+            "matchAttribute": "resource.kubernetes.io/pcieRoot",
+            "needed": 4,
+            "largestGroup": 2,
+            "largestFreeGroup": 2,
+            "value": "pci0000:00",
+        }
+    ]
+    wide = run_cli(
+        "allocate", "-f", path, "--node", "gpu-h100-b", "--claim", "research/pcie-4", "-o", "wide"
+    )
+    assert "at most 2 of the 4 devices" in wide.out
+
+
+# --- point 6: verified fixes, cheapest move -----------------------------------------------------
+
+
+def test_numa_pod_is_fixed_by_moving_the_small_pod_to_the_cheapest_node() -> None:
+    """finetune-numa-0 needs 4 H100s on one NUMA node; gpu-h100-b has 3 free on NUMA 1 besides
+    serving/embed-0's GPU. embed-0 tolerates the taint and fits an L4, the smallest (so
+    cheapest, nothing pricing them) node: that is where it goes, not the other H100."""
+    d = audit(dump())["finetune-numa-0"]
+    assert d.category == "Fragmentation", d.to_dict()
+    assert d.fix == {
+        "action": "move pods to defragment",
+        "node": "gpu-h100-b",
+        "move": {"serving/embed-0": "gpu-l4-a"},
+        "verified": True,
+    }
+
+
+def test_moves_follow_the_price_label() -> None:
+    """With prices on the nodes, the cheapest that takes the pod wins."""
+    objs = dump()
+    prices = {"gpu-l4-a": "9", "gpu-l4-b": "8", "gpu-a100-a": "1", "gpu-a100-b": "1"}
+    for obj in objs:
+        if obj["kind"] == "Node":
+            price = prices.get(obj["metadata"]["name"], "98")
+            obj["metadata"]["labels"]["draplan.io/price-per-hour"] = price
+    d = audit(objs)["finetune-numa-0"]
+    assert d.fix is not None
+    target = d.fix["move"]["serving/embed-0"]
+    assert target in ("gpu-a100-a", "gpu-a100-b"), d.fix
+
+
+def test_two_pods_are_not_promised_the_same_room() -> None:
+    """Two NUMA pods of one shape: one move frees gpu-h100-b for the first; the second gets
+    another verified fix, not the same one."""
+    objs = dump()
+    twin = next(o for o in objs if o["metadata"]["name"] == "finetune-numa-0")
+    second = yaml.safe_load(yaml.safe_dump(twin))
+    second["metadata"]["name"] = "finetune-numa-1"
+    second["metadata"]["uid"] = "uid-research-finetune-numa-1"
+    result = audit([*objs, second])
+    first, other = result["finetune-numa-0"].fix, result["finetune-numa-1"].fix
+    assert first is not None and first.get("move") == {"serving/embed-0": "gpu-l4-a"}
+    assert other is None or (other["verified"] and other != first), other
+
+
+def test_every_fix_on_the_dump_is_verified() -> None:
+    for objs in (dump(), dump(True), full_l4(), full_l4(True)):
+        for d in why(load(objs)):
+            assert d.fix is None or "verified" in d.fix, d.to_dict()
+            if d.category in ("NodeConstraints", "Fragmentation", "TopologyMismatch"):
+                assert d.fix is None or d.fix["verified"], d.to_dict()
+
+
+def test_the_readme_explains_every_category() -> None:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## What each `why` category means", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    }
+    assert rows == set(CATEGORIES)

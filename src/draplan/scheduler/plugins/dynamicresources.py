@@ -72,7 +72,7 @@ class DynamicResources:
         return value
 
     def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
-        mapping = class_mapping(state)
+        mapping = class_mapping(state) if "DRAExtendedResource" in state.features else {}
         served = frozenset(mapped_requests(pod.pod, mapping))
         if not pod.pod.spec.resource_claims:
             cycle.data[self.name] = DraState([], [], served, mapping)

@@ -10,7 +10,7 @@ import pytest
 
 from draplan.allocator import Options, Outcome, allocate
 from draplan.api.errors import BadInput
-from draplan.api.features import DEFAULT, FeatureGates, defaults, feature_gates
+from draplan.api.features import DEFAULT, GATES, FeatureGates, Gate, defaults, feature_gates
 from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import DeviceTaint
 from draplan.cluster.state import ClusterState
@@ -131,3 +131,18 @@ def test_a_bad_flag_is_one_line_and_exit_2(run_cli: Any) -> None:
     assert bad.err.strip() == (
         "error: --feature-gates: unrecognized feature gate: Nope (Kubernetes 1.37)"
     )
+
+
+def test_readme_table_is_the_gate_table() -> None:
+    def cell(gate: Gate, version: str) -> str:
+        spec = gate.specs.get(version)
+        if spec is None:
+            return "–"
+        return f"{spec.stage}, {'on' if spec.default else 'off'}" + (
+            ", locked" if spec.locked else ""
+        )
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for gate in GATES.values():
+        row = f"| `{gate.name}` | {cell(gate, '1.36')} | {cell(gate, '1.37')} | {gate.effect} |"
+        assert row in readme, row

@@ -107,8 +107,8 @@ GATES = {
         ),
         _gate(
             "DRAWorkloadResourceClaims",
-            (False,),
-            "PodGroup-level claims: not modelled yet",
+            BOTH,
+            "on: a claim a PodGroup names is allocated once for the gang, reserved for the group",
             v1_36=Spec("Alpha", False),
             v1_37=Spec("Beta", False),
         ),

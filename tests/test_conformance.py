@@ -11,6 +11,7 @@ import yaml
 
 from conftest import SHARED
 from draplan.allocator.validate import validate_allocation
+from draplan.api.features import VERSIONS
 from draplan.api.quantity import Quantity
 from draplan.cluster.state import ClusterState
 from draplan.sources import load_objects
@@ -65,12 +66,14 @@ def _selector_set(sel: dict[str, Any] | None) -> Any:
     return Counter(terms)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_conformance_case(path: Path, tmp_path: Path, run_cli: Any) -> None:
+def test_conformance_case(path: Path, version: str, tmp_path: Path, run_cli: Any) -> None:
     case = yaml.safe_load(path.read_text())
     objects = tmp_path / "objects.yaml"
     objects.write_text(yaml.safe_dump_all(case["objects"]))
     args = ["allocate", "-f", str(objects), "--node", case["allocate"]["node"], "-o", "json"]
+    args += ["--kubernetes-version", version]
     for claim in case["allocate"]["claims"]:
         args += ["--claim", claim]
     result = run_cli(*args)

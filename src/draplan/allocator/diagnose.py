@@ -54,7 +54,7 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
             if not spec.admin_access and state.in_use(view.id):
                 continue
             counts["free"] += 1
-            if taint_blocks(view, spec.tolerations):
+            if search.taints and taint_blocks(view, spec.tolerations):
                 continue
             counts["tolerated"] += 1
             if search._static_fit(spec, view) is False:

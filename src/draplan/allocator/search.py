@@ -57,6 +57,8 @@ class Search:
     ) -> None:
         self.state = state
         self.mine_rule = mines
+        self.partitionable = "DRAPartitionableDevices" in state.features
+        self.taints = "DRADeviceTaints" in state.features
         # Per (sub)request, in device order: the selector error of each mine.
         self.mines: dict[int, dict[DeviceID, AllocationError]] = {}
         self.node = node
@@ -133,7 +135,9 @@ class Search:
         """False if the device can never serve `spec` in this call; else its consumption."""
         if not spec.admin_access and self.state.in_use(view.id):
             return False
-        if taint_blocks(view, spec.tolerations):
+        if view.consumes and not self.partitionable:
+            return False
+        if self.taints and taint_blocks(view, spec.tolerations):
             return False
         consumed = consumption(view, spec.capacity)
         if consumed is None:
@@ -298,6 +302,8 @@ class Search:
             self.state.shared_use(dev) is not None or self.alloc_shares.get(dev, 0) > 0
         )
         use_counters = bool(view.consumes) and not already_shared
+        if view.consumes and not self.partitionable:
+            return None  # upstream's allocateDevice step 3 (dra-semantics §3.5)
         if use_counters:
             if view.pool_id in self.overdrawn:
                 return None
@@ -311,7 +317,7 @@ class Search:
                     > pool.counters[ckey]
                 ):
                     return None
-        if taint_blocks(view, spec.tolerations):
+        if self.taints and taint_blocks(view, spec.tolerations):
             return None
         cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
         for c in cons:

@@ -151,8 +151,10 @@ def _check_claim(
         selected = _selected(view, exprs)
         if selected is not True:
             out.append(f"{where}: does not match class and selectors ({selected})")
-        if not _tolerated(view, spec.tolerations):
+        if "DRADeviceTaints" in state.features and not _tolerated(view, spec.tolerations):
             out.append(f"{where}: untolerated taint")
+        if view.consumes and "DRAPartitionableDevices" not in state.features:
+            out.append(f"{where}: consumes counters while DRAPartitionableDevices is off")
         if (res.share_id is not None) != view.multi:
             out.append(f"{where}: shareID must be set exactly for multi-allocatable devices")
         if res.share_id is not None:

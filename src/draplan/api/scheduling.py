@@ -184,12 +184,22 @@ class PodGroupSpecV1Beta1(KubeStruct, frozen=True):
     preemption_policy: str = ""
 
 
+class PodGroupResourceClaimStatus(KubeStruct, frozen=True):
+    name: str
+    resource_claim_name: str | None = None
+
+
+class PodGroupStatusV1Beta1(KubeStruct, frozen=True):
+    conditions: tuple[Condition, ...] = ()
+    resource_claim_statuses: tuple[PodGroupResourceClaimStatus, ...] = ()
+
+
 class PodGroupV1Beta1(KubeStruct, frozen=True):
     api_version: str = "scheduling.k8s.io/v1beta1"
     kind: str = "PodGroup"
     metadata: ObjectMeta = ObjectMeta()
     spec: PodGroupSpecV1Beta1 = PodGroupSpecV1Beta1()
-    status: PodGroupStatusV1Alpha2 = PodGroupStatusV1Alpha2()
+    status: PodGroupStatusV1Beta1 = PodGroupStatusV1Beta1()
 
 
 class WorkloadV1Alpha3(WorkloadV1Beta1, frozen=True):

@@ -190,6 +190,6 @@ def lossy_state(state: ClusterState) -> ClusterState:
     objects.extend(state.device_classes[n] for n in sorted(state.device_classes))
     objects.extend(o for o in state.others if not isinstance(o, GANG_KINDS))
     objects.extend(state.pod_templates[k] for k in sorted(state.pod_templates))
-    lossy = ClusterState.from_objects(objects)
+    lossy = ClusterState.from_objects(objects, state.features)
     lossy.namespaces = dict(state.namespaces)
     return lossy

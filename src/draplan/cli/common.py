@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from draplan.api.core_v1 import Pod
+from draplan.api.features import DEFAULT_VERSION, VERSIONS, FeatureGates, feature_gates
 from draplan.api.meta import KubeStruct
 from draplan.cli.output import OutputFormat, remember_format, remember_no_headers
 from draplan.cluster.labelselector import parse_selector
@@ -39,11 +40,17 @@ class InputSettings:
     namespace: str | None = None
     all_namespaces: bool = False
     selector: str = ""
+    kubernetes_version: str = DEFAULT_VERSION
+    feature_gates: str = ""
     required: bool = True
 
     @property
     def live_requested(self) -> bool:
         return bool(self.kubeconfig or self.context)
+
+    def features(self) -> FeatureGates:
+        """The modelled cluster's feature gates (BadInput naming the flag if wrong)."""
+        return feature_gates(self.kubernetes_version, self.feature_gates)
 
     def live_options(self) -> LiveOptions:
         from draplan.sources.live import LiveOptions
@@ -108,6 +115,22 @@ def _live_options() -> list[Callable[[F], F]]:
             default="",
             help="Only the pending pods with these labels (kubectl's syntax: k=v, k!=v, "
             "k in (a,b), k notin (a), k, !k); running pods still hold their devices.",
+            **common,
+        ),
+        click.option(
+            "--kubernetes-version",
+            type=click.Choice(VERSIONS),
+            default=DEFAULT_VERSION,
+            show_default=True,
+            help="The Kubernetes release modelled: its feature gates' defaults.",
+            **common,
+        ),
+        click.option(
+            "--feature-gates",
+            metavar="NAME=BOOL,...",
+            default="",
+            help="Feature gates as kube-scheduler takes them, e.g. DRADeviceTaintRules=false "
+            "(the README lists those that change draplan's answers).",
             **common,
         ),
     ]
@@ -184,4 +207,5 @@ def load_input(
 
 def load_state(filenames: tuple[str, ...], *, live: LiveOptions | None = None) -> ClusterState:
     """The cluster snapshot described by the input files and/or the live cluster."""
-    return ClusterState.from_objects(load_input(filenames, live=live))
+    features = input_settings().features()  # a bad flag is reported before any reading
+    return ClusterState.from_objects(load_input(filenames, live=live), features)

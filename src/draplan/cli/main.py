@@ -20,7 +20,13 @@ from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.cli.cmd_simulate import date_option
-from draplan.cli.common import filename_option, load_input, load_state, output_option
+from draplan.cli.common import (
+    filename_option,
+    input_settings,
+    load_input,
+    load_state,
+    output_option,
+)
 from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
 
@@ -43,7 +49,7 @@ def cli(ctx: click.Context) -> None:
 def validate(filenames: tuple[str, ...], output: str) -> None:
     """Load and validate objects; summarise what was read."""
     objects = load_input(filenames)
-    state = ClusterState.from_objects(objects)
+    state = ClusterState.from_objects(objects, input_settings().features())
     kinds = Counter(
         f"{getattr(o, 'kind', '')} ({getattr(o, 'api_version', '')})" for o, _ in objects
     )

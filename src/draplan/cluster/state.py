@@ -16,6 +16,8 @@ import msgspec
 from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.errors import BadInput
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import (
     DeviceClass,
@@ -102,6 +104,8 @@ class ClusterState:
         self.node_pools: dict[str, NodePool] = {}
         # Taints applied to the devices they select; given before the slices they apply to.
         self.taint_rules: dict[str, DeviceTaintRule] = {}
+        # The modelled cluster's version and feature gates (what it allocates and how).
+        self.features: FeatureGates = DEFAULT_FEATURES
         self.others: list[KubeStruct] = []
         self.origin: dict[tuple[str, ObjectKey], str] = {}
         # Derived indexes of the slices.
@@ -143,9 +147,15 @@ class ClusterState:
     # --- building ------------------------------------------------------------------------
 
     @classmethod
-    def from_objects(cls, objects: Iterable[tuple[KubeStruct, str] | KubeStruct]) -> ClusterState:
-        """Index objects (optionally paired with the file they came from)."""
+    def from_objects(
+        cls,
+        objects: Iterable[tuple[KubeStruct, str] | KubeStruct],
+        features: FeatureGates = DEFAULT_FEATURES,
+    ) -> ClusterState:
+        """Index objects (optionally paired with the file they came from) of a cluster with
+        these feature gates."""
         state = cls()
+        state.features = features
         claims: list[ResourceClaim] = []
         slices: list[ResourceSlice] = []
         for item in objects:
@@ -238,7 +248,8 @@ class ClusterState:
             self.remove_slice(name)
         spec = rs.spec
         self.slices[name] = rs
-        views = tuple(device_views(rs, self.taint_rules.values()))
+        rules = self.taint_rules.values() if "DRADeviceTaintRules" in self.features else ()
+        views = tuple(device_views(rs, rules))
         self._slice_devices[name] = views
         if spec.node_name:
             self._slices_by_node[spec.node_name] = (

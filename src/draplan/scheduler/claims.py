@@ -7,9 +7,14 @@ import hashlib
 
 import msgspec
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Pod, PodResourceClaim
 from draplan.api.meta import ObjectMeta, OwnerReference
-from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
+from draplan.api.resource_v1 import (
+    POD_CLAIM_ANNOTATION,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+)
+from draplan.api.scheduling import PodGroupV1Beta1
 from draplan.cluster.state import ClusterState, ObjectKey
 
 # The API server's generateName alphabet (no vowels, no confusable digits).
@@ -44,13 +49,111 @@ def generated_suffix(seed: str) -> str:
     return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
 
+def pod_group(state: ClusterState, pod: Pod) -> PodGroupV1Beta1 | None:
+    """The PodGroup whose claims the pod shares (DRAWorkloadResourceClaims, KEP-5729), if any."""
+    sg = pod.spec.scheduling_group
+    if sg is None or "DRAWorkloadResourceClaims" not in state.features:
+        return None
+    ns = pod.metadata.namespace
+    return next(
+        (
+            o
+            for o in state.others
+            if isinstance(o, PodGroupV1Beta1)
+            and o.metadata.namespace == ns
+            and o.metadata.name == sg.pod_group_name
+        ),
+        None,
+    )
+
+
+def shared_with_group(group: PodGroupV1Beta1 | None, ref: PodResourceClaim) -> bool:
+    """A pod's claim entry is its PodGroup's when it matches one of the group's exactly."""
+    return group is not None and any(
+        c.name == ref.name
+        and c.resource_claim_name == ref.resource_claim_name
+        and c.resource_claim_template_name == ref.resource_claim_template_name
+        for c in group.spec.resource_claims
+    )
+
+
+def group_consumer(group: PodGroupV1Beta1) -> ResourceClaimConsumerReference:
+    """A PodGroup's claim is reserved for the group, not for its pods."""
+    return ResourceClaimConsumerReference(
+        api_group="scheduling.k8s.io",
+        resource="podgroups",
+        name=group.metadata.name,
+        uid=group.metadata.uid,
+    )
+
+
+def _group_claim(
+    state: ClusterState, group: PodGroupV1Beta1, ref: PodResourceClaim
+) -> ResourceClaim:
+    """The group's claim: named, or made once from its template for the whole group (named
+    `<group>-<claim>-xxxxx`, or as podgroup.status.resourceClaimStatuses records it)."""
+    ns = group.metadata.namespace
+    if ref.resource_claim_name is not None:
+        claim = state.claims.get((ns, ref.resource_claim_name))
+        if claim is None:
+            raise ClaimNotFound(f'resourceclaim "{ns}/{ref.resource_claim_name}" not found')
+        return claim
+    recorded = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
+    name = recorded.get(ref.name) or (
+        f"{group.metadata.name}-{ref.name}-"[: MAX_BASE + 1]
+        + generated_suffix(f"{ns}/{group.metadata.name}/{group.metadata.uid}/{ref.name}")
+    )
+    existing = state.claims.get((ns, name))
+    if existing is not None:
+        return existing
+    template = state.claim_templates.get((ns, ref.resource_claim_template_name or ""))
+    if template is None:
+        raise ClaimNotFound(
+            f'resourceclaimtemplate "{ns}/{ref.resource_claim_template_name}" not found'
+        )
+    owner = OwnerReference(
+        api_version=group.api_version,
+        kind="PodGroup",
+        name=group.metadata.name,
+        uid=group.metadata.uid,
+        controller=True,
+        block_owner_deletion=True,
+    )
+    meta = ObjectMeta(
+        name=name,
+        namespace=ns,
+        labels=template.spec.metadata.labels,
+        annotations=template.spec.metadata.annotations,
+        owner_references=(owner,),
+    )
+    return ResourceClaim(metadata=meta, spec=template.spec.spec)
+
+
+def group_claims(state: ClusterState, pod: Pod) -> tuple[PodGroupV1Beta1 | None, set[ObjectKey]]:
+    """The pod's PodGroup and which of the pod's claims are the group's."""
+    group = pod_group(state, pod)
+    if group is None:
+        return None, set()
+    ns = pod.metadata.namespace
+    return group, {
+        (ns, _group_claim(state, group, ref).metadata.name)
+        for ref in pod.spec.resource_claims
+        if shared_with_group(group, ref)
+    }
+
+
 def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims in spec.resourceClaims order; a template claim not yet created is built
-    from its template (as the controller would create it)."""
+    from its template (as the controller would create it), once for a whole PodGroup when the
+    entry is the group's."""
     ns = pod.metadata.namespace
     statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    group = pod_group(state, pod)
     out = []
     for ref in pod.spec.resource_claims:
+        if group is not None and shared_with_group(group, ref):
+            out.append(_group_claim(state, group, ref))
+            continue
         if ref.resource_claim_name is not None:
             claim = state.claims.get((ns, ref.resource_claim_name))
             if claim is None:

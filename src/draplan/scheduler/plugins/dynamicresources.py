@@ -14,7 +14,12 @@ from draplan.api.core_v1 import Node
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimConsumerReference
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.claims import (
+    ClaimNotFound,
+    group_claims,
+    group_consumer,
+    pod_claims,
+)
 from draplan.scheduler.extended import class_mapping, extended_claim, mapped_requests
 from draplan.scheduler.framework import (
     SKIP,
@@ -72,7 +77,7 @@ class DynamicResources:
         return value
 
     def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
-        mapping = class_mapping(state)
+        mapping = class_mapping(state) if "DRAExtendedResource" in state.features else {}
         served = frozenset(mapped_requests(pod.pod, mapping))
         if not pod.pod.spec.resource_claims:
             cycle.data[self.name] = DraState([], [], served, mapping)
@@ -127,9 +132,10 @@ class DynamicResources:
     def reserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)
         outcome = cycle.data.get((self.name, node.metadata.name))
-        consumer = ResourceClaimConsumerReference(
+        own = ResourceClaimConsumerReference(
             resource="pods", name=pod.key[1], uid=pod.pod.metadata.uid
         )
+        group, shared = group_claims(state, pod.pod)
         allocated: dict[tuple[str, str], ResourceClaim] = {}
         pending = self._to_allocate(dra, pod, node)
         if pending:
@@ -139,6 +145,7 @@ class DynamicResources:
                 allocated[key_of(mine)] = retarget(theirs, mine, node)
         for claim in [*dra.claims, *pending[len(dra.pending) :]]:
             new = allocated.get(key_of(claim), claim)
+            consumer = group_consumer(group) if group and key_of(claim) in shared else own
             if not any(
                 r.name == consumer.name and r.uid == consumer.uid for r in new.status.reserved_for
             ):

@@ -1,0 +1,81 @@
+"""PodGroup-level ResourceClaims (KEP-5729, DRAWorkloadResourceClaims, beta and off in 1.37):
+a claim the PodGroup names is allocated once for the whole gang and reserved for the group;
+every member lands where that allocation is reachable."""
+
+from __future__ import annotations
+
+from draplan.api.features import FeatureGates, defaults, feature_gates
+from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.scheduling import (
+    GangSchedulingPolicy,
+    PodGroupPolicy,
+    PodGroupResourceClaim,
+    PodGroupSpecV1Beta1,
+    PodGroupV1Beta1,
+)
+from draplan.cluster.state import ClusterState
+from draplan.scheduler import Scheduler, build_profile
+from scheduler_builders import MakeClaim, MakeNode, MakePod, MakeSlice, device_class
+
+ON = feature_gates("1.37", "DRAWorkloadResourceClaims=true")
+
+
+def group(claim: PodGroupResourceClaim, min_count: int = 2) -> PodGroupV1Beta1:
+    return PodGroupV1Beta1(
+        metadata=ObjectMeta(name="pg", namespace="default", uid="uid-pg"),
+        spec=PodGroupSpecV1Beta1(
+            scheduling_policy=PodGroupPolicy(gang=GangSchedulingPolicy(min_count=min_count)),
+            resource_claims=(claim,),
+        ),
+    )
+
+
+def cluster(gates: FeatureGates, members: int = 2, min_count: int = 2) -> ClusterState:
+    objects: list[KubeStruct] = [device_class()]
+    for name in ("n1", "n2"):
+        objects.append(MakeNode().name(name).capacity(cpu="8", memory="8Gi", pods="10").obj())
+        objects.append(MakeSlice().node(name).gpus(2).obj())
+    objects.append(MakeClaim().name("one-gpu").gpus(1).template())
+    shared = PodGroupResourceClaim(name="gpu", resource_claim_template_name="one-gpu")
+    objects.append(group(shared, min_count))
+    for i in range(members):
+        pod = MakePod().name(f"w{i}").req(cpu="3").scheduling_group("pg")
+        objects.append(pod.template_claim("gpu", "one-gpu").obj())
+    return ClusterState.from_objects(objects, gates)
+
+
+def test_the_group_claim_is_allocated_once_and_keeps_the_gang_together() -> None:
+    state = cluster(ON)
+    results = Scheduler(build_profile()).run(state)
+    nodes = {r.key[1]: r.node for r in results}
+    assert nodes["w0"] is not None and nodes["w0"] == nodes["w1"]
+    claims = list(state.claims.values())
+    assert len(claims) == 1
+    claim = claims[0]
+    assert claim.metadata.name.startswith("pg-gpu-")
+    assert [o.kind for o in claim.metadata.owner_references] == ["PodGroup"]
+    assert [(r.resource, r.name) for r in claim.status.reserved_for] == [("podgroups", "pg")]
+    alloc = claim.status.allocation
+    assert alloc is not None and len(alloc.devices.results) == 1
+
+
+def test_members_that_cannot_reach_the_allocation_do_not_fit() -> None:
+    # Each node has cpu for two members of 3. With minCount 2 the third member cannot join
+    # the others' node and no other node reaches the group's GPU; with minCount 3 the gang
+    # does not fit at all.
+    state = cluster(ON, members=3)
+    results = {r.key[1]: r for r in Scheduler(build_profile()).run(state)}
+    assert results["w0"].node == results["w1"].node is not None
+    third = results["w2"]
+    assert third.node is None and third.reason is not None
+    assert "resourceclaim not available on the node" in third.reason.message
+    whole = Scheduler(build_profile()).run(cluster(ON, members=3, min_count=3))
+    assert all(r.node is None for r in whole)
+
+
+def test_with_the_gate_off_every_pod_gets_its_own_claim() -> None:
+    state = cluster(defaults("1.37"))
+    results = Scheduler(build_profile()).run(state)
+    assert all(r.node is not None for r in results)
+    assert len(state.claims) == 2
+    assert all(c.status.reserved_for[0].resource == "pods" for c in state.claims.values())

@@ -76,8 +76,14 @@ class Redactor:
         # A name stands between characters no name holds, or "-" (names hold it, but a name
         # with a suffix is a derived name). Not "." nor "/": a name inside a domain or a
         # qualified name (`gpu.nvidia.com`, `nvidia.com/gpu`, `gpu.nvidia.com/numa`, the
-        # keys of attributes, capacities and resources, which stay) is no reference to it.
-        cuts = [i for i, ch in enumerate(text) if not ch.isalnum() and ch not in "./"]
+        # keys of attributes, capacities and resources, which stay) is no reference to it;
+        # but a "." that ends the text or comes before a space ends a sentence, not a domain.
+        cuts = [
+            i
+            for i, ch in enumerate(text)
+            if (not ch.isalnum() and ch not in "./")
+            or (ch == "." and (i + 1 == len(text) or not text[i + 1].isalnum()))
+        ]
         if not cuts:
             return text
         ends = sorted({*cuts, len(text)}, reverse=True)

@@ -14,6 +14,8 @@ from draplan.audit.metrics import metrics, workload_shapes
 from draplan.audit.stranded import RequestShape
 from draplan.cluster.fragmentation import Shape, Workload, free_state, node_fragmentation
 from draplan.cluster.podresources import node_allocatable
+from draplan.cluster.state import ClusterState
+from draplan.sources import load_objects
 from scale_scenarios import DRIVER, load, write
 
 GI = 2**30
@@ -216,3 +218,155 @@ def test_metrics_cli_table(run_cli: Any, tmp_path: Path) -> None:
     row = next(line for line in out.out.splitlines() if line.split()[:1] == ["node-0"])
     assert row.split()[1:4] == ["2", "1", "18.8"]  # GPUs, in use, allocation %
     assert "0.312 (19.2 %)" in row  # stranded GPUs: 0.3125 of 1.625 free
+
+
+# --- the realistic dump (tests/data/realistic) ---------------------------------------------------
+#
+# Physical GPUs, by hand from cluster.yaml:
+#   gpu-h100-a/b: 8 devices each, no counters: 8 GPUs each (16).
+#   gpu-a100-a/b: 26 devices each: gpu-0 and gpu-1 (the whole GPU, all 8 memory slices of its
+#     counter set) and 12 MIG devices per GPU (7 x 1g.5gb, 3 x 2g.10gb, 2 x 3g.20gb) on the
+#     counter sets gpu-0-counter-set / gpu-1-counter-set: 2 GPUs and 24 partitions each.
+#   gpu-l4-a/b: 4 devices each: 4 GPUs each (8).  28 GPUs, 48 partitions, 76 devices.
+# Allocated: train-a 6 H100 (gpu-h100-a), finetune-b 4 + embed-0 1 H100 (gpu-h100-b): 11 whole
+#   GPUs; notebook-0 holds gpu-0-mig-3g20gb-0 of gpu-a100-a, slices 0-3 of gpu-0's 8: that GPU
+#   is in use and 4/8 allocated, one partition. In use 12, allocated 11.5 (41.1 %), free 16.5.
+# Shapes (10 pods ask for GPUs, fewer than 20, so every shape is typical; 1/10 per pod):
+#   train-a 6 H100 (96 cpu, 1Ti); finetune-b 4 H100 (64, 512Gi); embed-0 1 GPU of any model
+#   (4, 16Gi); notebook-0 1 MIG (4, 32Gi); infer-l4-0 1 L4 (4, 16Gi); infer-mig-0 1 MIG 1g.5gb
+#   (2, 8Gi); train-pcie-0 and finetune-numa-0 4 H100 (32, 256Gi; constraints are not part of a
+#   shape); train-8-0 8 H100 (96, 1Ti); kueue-job-0 2 H100 (16, 128Gi).
+# Stranded GPUs per node (only the shapes that fit the node when empty count):
+#   gpu-h100-a: the H100 and any-GPU shapes, 7 pods. 2 GPUs free, 96 cpu and 1Ti left: the 6-,
+#     4-, 4-, 4- and 8-GPU pods cannot use them, the 1- and 2-GPU ones can: 5 x 2 / 7 = 10/7.
+#   gpu-h100-b: 3 GPUs free, 124 cpu left: the same 5 pods cannot use them: 5 x 3 / 7 = 15/7.
+#   gpu-a100-a: embed-0, notebook-0 and infer-mig-0 fit an A100 node. gpu-0 is half free but
+#     its whole device cannot be allocated (its counters are half taken); gpu-1 takes embed-0,
+#     so gpu-0's 0.5 is stranded for it; its free 1g.5gb, 2g.10gb and 3g.20gb partitions take
+#     either MIG pod: 0.5 / 3 = 1/6.
+#   gpu-a100-b, gpu-l4-a, gpu-l4-b: nothing allocated, nothing stranded.
+#   Cluster: 10/7 + 15/7 + 1/6 = 157/42 = 3.738 GPUs, 22.7 % of the 16.5 free.
+
+REALISTIC = Path(__file__).resolve().parent / "data" / "realistic"
+
+
+def realistic(*extra: str) -> dict[str, Any]:
+    files = [str(REALISTIC / "cluster.yaml"), *(str(REALISTIC / f) for f in extra)]
+    return metrics(ClusterState.from_objects(load_objects(files))).to_dict()
+
+
+def test_realistic_dump_counts_physical_gpus_and_partitions() -> None:
+    doc = realistic()
+    cluster = doc["cluster"]
+    assert (cluster["gpus"], cluster["gpusInUse"], cluster["gpusAllocated"]) == (28, 12, 11.5)
+    assert (cluster["gpuAllocationPercent"], cluster["freeGpus"]) == (41.1, 16.5)
+    assert (cluster["partitions"], cluster["partitionsAllocated"], cluster["devices"]) == (
+        48,
+        1,
+        76,
+    )
+    nodes = doc["nodes"]
+    got = {
+        n: (t["gpus"], t["gpusInUse"], t["gpusAllocated"], t["partitions"])
+        for n, t in nodes.items()
+    }
+    assert got == {
+        "gpu-h100-a": (8, 6, 6, 0),
+        "gpu-h100-b": (8, 5, 5, 0),
+        "gpu-a100-a": (2, 1, 0.5, 24),  # one GPU partly used by a 3g.20gb partition
+        "gpu-a100-b": (2, 0, 0, 24),
+        "gpu-l4-a": (4, 0, 0, 0),
+        "gpu-l4-b": (4, 0, 0, 0),
+    }
+    classes = doc["deviceClasses"]
+    assert (classes["gpu.nvidia.com"]["gpus"], classes["gpu.nvidia.com"]["partitions"]) == (28, 0)
+    assert (classes["mig.nvidia.com"]["gpus"], classes["mig.nvidia.com"]["partitions"]) == (4, 48)
+
+
+def test_realistic_dump_stranded_gpus() -> None:
+    doc = realistic()
+    stranded_by_node = {n: t["strandedGpus"] for n, t in doc["nodes"].items()}
+    assert stranded_by_node == {
+        "gpu-h100-a": round(10 / 7, 3),
+        "gpu-h100-b": round(15 / 7, 3),
+        "gpu-a100-a": round(1 / 6, 3),
+        "gpu-a100-b": 0,  # an empty node strands nothing
+        "gpu-l4-a": 0,
+        "gpu-l4-b": 0,
+    }
+    assert doc["nodes"]["gpu-a100-a"]["freeGpus"] == 1.5  # free partitions count once per GPU
+    cluster = doc["cluster"]
+    assert (cluster["strandedGpus"], cluster["strandedPercent"]) == (round(157 / 42, 3), 22.7)
+    assert cluster["strandedCostPerHour"] is None  # no NodePool, no price label
+
+
+def test_realistic_dump_node_pools_from_karpenter_labels() -> None:
+    """Without NodePools the karpenter.sh/nodepool label groups the nodes."""
+    pools = realistic()["nodePools"]
+    got = {n: (t["gpus"], t["gpusInUse"], t["strandedGpus"]) for n, t in pools.items()}
+    assert got == {
+        "h100": (16, 11, round(25 / 7, 3)),
+        "a100": (4, 1, round(1 / 6, 3)),
+        "l4": (8, 0, 0),
+    }
+
+
+def test_realistic_dump_stranded_cost_from_pool_prices() -> None:
+    """pools.yaml prices h100 $98.32/h, a100 $32.77/h, l4 $4.60/h; a node's stranded GPUs cost
+    their share of its GPUs: gpu-h100-a 98.32 x (10/7) / 8 = 17.557, gpu-h100-b 98.32 x (15/7)
+    / 8 = 26.336, gpu-a100-a 32.77 x (1/6) / 2 = 2.731."""
+    doc = realistic("pools.yaml")
+    costs = {n: t["strandedCostPerHour"] for n, t in doc["nodes"].items()}
+    assert costs == pytest.approx(
+        {
+            "gpu-h100-a": 98.32 * 10 / 7 / 8,
+            "gpu-h100-b": 98.32 * 15 / 7 / 8,
+            "gpu-a100-a": 32.77 / 6 / 2,
+            "gpu-a100-b": 0,
+            "gpu-l4-a": 0,
+            "gpu-l4-b": 0,
+        },
+        abs=1e-4,
+    )
+    assert doc["nodePools"]["h100"]["strandedCostPerHour"] == pytest.approx(
+        98.32 * 25 / 7 / 8, abs=1e-4
+    )
+    assert doc["nodePools"]["h100"]["costPerHour"] == pytest.approx(2 * 98.32)
+    assert doc["cluster"]["strandedCostPerHour"] == pytest.approx(
+        98.32 * 25 / 56 + 32.77 / 12, abs=1e-4
+    )
+    # The stranded GPUs themselves do not depend on prices.
+    assert doc["cluster"]["strandedGpus"] == round(157 / 42, 3)
+
+
+def test_realistic_dump_table_most_stranded_first(run_cli: Any) -> None:
+    out = run_cli("metrics", "-f", str(REALISTIC / "cluster.yaml"), "--top", "0")
+    assert out.code == 0, out.err
+    sections = out.out.split("\n")
+
+    def names(title: str) -> list[str]:
+        start = next(i for i, line in enumerate(sections) if line.startswith(title))
+        rows = []
+        for line in sections[start + 2 :]:
+            if not line.startswith(" "):
+                break
+            rows.append(line.split()[0])
+        return rows
+
+    assert names("Nodes") == [
+        "gpu-h100-b",  # 2.143
+        "gpu-h100-a",  # 1.429
+        "gpu-a100-a",  # 0.167
+        "gpu-a100-b",  # then none stranded, by name
+        "gpu-l4-a",
+        "gpu-l4-b",
+    ]
+    assert names("Node pools") == ["h100", "a100", "l4"]
+    assert names("Resource pools")[:3] == [
+        "gpu.nvidia.com/gpu-h100-b",
+        "gpu.nvidia.com/gpu-h100-a",
+        "gpu.nvidia.com/gpu-a100-a",
+    ]
+    cluster = next(line for line in sections if line.split()[:1] == ["cluster"]).split()
+    assert cluster[1:4] == ["28", "12", "41.1"]  # GPUs, in use, allocation %
+    assert "48 (1 used)" in " ".join(cluster)  # partitions

@@ -31,7 +31,7 @@ from draplan.audit.stranded import (
     typical,
 )
 from draplan.cel import CelError, compile_selector
-from draplan.cluster.accelerators import Accelerator, allocated, in_use, pool_accelerators, used
+from draplan.cluster.accelerators import Accelerator, allocated, pool_accelerators, usage
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.podresources import is_terminal
@@ -259,14 +259,20 @@ class _Collector:
             for c in sorted(sets_classes.get(cset, ())):
                 self.m.device_classes[c].counter_sets.append(fraction)
         for acc in pool_accelerators(pool):
-            self.accelerator(acc, rp)
+            here = scopes if acc.node_name == node else [*self.scopes(acc.node_name), rp]
+            self.accelerator(acc, here)
 
-    def accelerator(self, acc: Accelerator, rp: Tally) -> None:
+    def accelerator(self, acc: Accelerator, scopes: list[Tally]) -> None:
         state = self.state
-        share, held = used(state, acc), in_use(state, acc)
+        share, held = usage(state, acc)
         taken = [allocated(state, v) for v in acc.partitions]
-        for t in [*self.scopes(acc.node_name), rp]:
+        for t in scopes:
             t.add_gpu(share, held, len(acc.partitions), sum(taken))
+        if not acc.partitions:
+            for c in self.classes_of(acc.devices[0]):
+                self.accelerator_classes.add(c)
+                self.m.device_classes[c].add_gpu(share, held, 0, 0)
+            return
         partitions = dict(zip(acc.partitions, taken, strict=True))
         for c in sorted({c for v in acc.devices for c in self.classes_of(v)}):
             self.accelerator_classes.add(c)
@@ -278,7 +284,7 @@ class _Collector:
     def stranded(self) -> None:
         state = self.state
         classes = {c: state.device_classes[c] for c in self.accelerator_classes}
-        meter = StrandedMeter(classes, workload_shapes(state, classes))
+        meter = StrandedMeter(classes, workload_shapes(state, classes), self.classes_of)
         asked = {s.device_class for s in meter.shapes}
         for name, node in sorted(state.nodes.items()):
             measured = meter.node(state, node)
@@ -299,7 +305,9 @@ class _Collector:
         free_by_class: dict[tuple[PoolID, str], float] = {}
         for acc, free in measured.accelerators:
             free_by_pool[acc.pool_id] = free_by_pool.get(acc.pool_id, 0.0) + free
-            for c in {c for v in acc.devices for c in self.classes_of(v)} & asked:
+            if not free:
+                continue
+            for c in {c for v in acc.devices for c in self.classes_of(v) if c in asked}:
                 key = (acc.pool_id, c)
                 free_by_class[key] = free_by_class.get(key, 0.0) + free
         idle = sum(free_by_pool.values())

@@ -31,7 +31,8 @@ allocationMode All) is left out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import NamedTuple
 
 from draplan.allocator.capacity import consumption
@@ -125,117 +126,193 @@ class NodeStranded(NamedTuple):
 
     accelerators: tuple[tuple[Accelerator, float], ...]
     stranded: float
-    by_class: dict[str, float]
+    by_class: Mapping[str, float]
+
+
+MEMO_ENTRIES = 1 << 16
+NOTHING: Mapping[str, float] = MappingProxyType({})
+
+# What a shape asks of one device: (device class, request selectors, capacity requests).
+Demand = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
 
 
 class StrandedMeter:
-    """Measures nodes against fixed weighted shapes. Which shapes a device can serve, and how
-    many units of each an accelerator takes when free, are computed once per device and per
-    accelerator, so re-measuring a node that changed costs one pass over its accelerators."""
+    """Measures nodes against fixed weighted shapes. What each device can give each demand,
+    and how many units of it an accelerator takes when free, are computed once per device and
+    per accelerator, so re-measuring a node that changed costs one pass over its accelerators.
+    `classes_of` names the classes that select a device, if the caller knows them already."""
 
     def __init__(
-        self, classes: Mapping[str, DeviceClass], weighted: Sequence[tuple[RequestShape, float]]
+        self,
+        classes: Mapping[str, DeviceClass],
+        weighted: Sequence[tuple[RequestShape, float]],
+        classes_of: Callable[[DeviceView], Collection[str]] | None = None,
     ) -> None:
-        self.shapes = [s for s, w in weighted if w and s.device_class in classes]
-        self.weights = [w for s, w in weighted if w and s.device_class in classes]
+        kept = [(s, w) for s, w in weighted if w and s.device_class in classes]
+        self.shapes = [s for s, _ in kept]
+        self.weights = [w for _, w in kept]
+        self.demands: list[Demand] = sorted({_demand(s) for s in self.shapes})
+        self._demand_of = [self.demands.index(_demand(s)) for s in self.shapes]
+        self._most = [  # the most units of a demand any one shape needs
+            max(s.device_count for s in self.shapes if _demand(s) == d) for d in self.demands
+        ]
         self._class_selectors = {
-            name: _class_selectors(classes[name])
-            for name in sorted({s.device_class for s in self.shapes})
+            name: _class_selectors(classes[name]) for name in sorted({d[0] for d in self.demands})
         }
-        self._request_selectors = {
-            s.selectors: [compile_selector(e) for e in s.selectors] for s in self.shapes
-        }
-        self._serves: dict[DeviceView, tuple[tuple[int, dict[str, int]], ...]] = {}
+        self._request_selectors = {d[1]: [compile_selector(e) for e in d[1]] for d in self.demands}
+        self._classes_of = classes_of or self._own_classes
+        self._class_memo: dict[DeviceView, frozenset[str]] = {}
+        self._serves: dict[DeviceView, tuple[dict[str, int] | None, ...]] = {}
         self._empty_units: dict[Accelerator, tuple[int, ...]] = {}
+        self._none = (0,) * len(self.demands)
+        # Nodes repeat: memoised by what the measure reads of them.
+        self._fits_empty: dict[tuple[int, int, tuple[tuple[int, ...], ...]], tuple[int, ...]] = {}
+        self._measured: dict[object, tuple[float, Mapping[str, float]]] = {}
 
     def node(self, state: ClusterState, node: Node) -> NodeStranded:
         accs = node_accelerators(state, node)
-        frees = [1.0 - used(state, a) for a in accs]
+        frees = tuple(1.0 - used(state, a) for a in accs)
         measured = tuple(zip(accs, frees, strict=True))
-        total_free = sum(frees)
-        if not self.shapes or total_free <= 0:
-            return NodeStranded(measured, 0.0, {})
+        if not self.shapes or sum(frees) <= 0:
+            return NodeStranded(measured, 0.0, NOTHING)
         alloc = node_allocatable(node)
-        taken = state.requested(node.metadata.name)
         cpu, memory = alloc.get("cpu", 0), alloc.get("memory", 0)
+        relevant = self._relevant(cpu, memory, tuple(self._empty(a) for a in accs))
+        if not relevant:
+            return NodeStranded(measured, 0.0, NOTHING)
+        taken = state.requested(node.metadata.name)
         cpu_free, memory_free = cpu - taken.get("cpu", 0), memory - taken.get("memory", 0)
-        empty = [self._empty(a) for a in accs]
+        lacking = frozenset(
+            i
+            for i in relevant
+            if self.shapes[i].cpu_milli > cpu_free or self.shapes[i].memory > memory_free
+        )
+        none = self._none
+        # A fully used accelerator takes nothing, unless a device of it is shared (one
+        # without capacities takes more shares however many it has).
+        now = tuple(
+            self._units(state, a) if f > 0 or any(v.multi for v in a.devices) else none
+            for a, f in zip(accs, frees, strict=True)
+        )
+        key = (relevant, lacking, frees, now)
+        got = self._measured.get(key)
+        if got is None:
+            if len(self._measured) >= MEMO_ENTRIES:
+                self._measured.clear()
+            got = self._measured[key] = self._strand(relevant, lacking, frees, now)
+        return NodeStranded(measured, *got)
+
+    def _relevant(
+        self, cpu: int, memory: int, empty: tuple[tuple[int, ...], ...]
+    ) -> tuple[int, ...]:
+        """The shapes a node with this allocatable CPU and memory and these accelerators
+        could host were it empty."""
+        key = (cpu, memory, empty)
+        got = self._fits_empty.get(key)
+        if got is None:
+            got = tuple(
+                i
+                for i, (s, k) in enumerate(zip(self.shapes, self._demand_of, strict=True))
+                if s.cpu_milli <= cpu
+                and s.memory <= memory
+                and sum(min(e[k], s.device_count) for e in empty) >= s.device_count
+            )
+            if len(self._fits_empty) >= MEMO_ENTRIES:
+                self._fits_empty.clear()
+            self._fits_empty[key] = got
+        return got
+
+    def _strand(
+        self,
+        relevant: tuple[int, ...],
+        lacking: frozenset[int],
+        frees: tuple[float, ...],
+        now: tuple[tuple[int, ...], ...],
+    ) -> tuple[float, Mapping[str, float]]:
+        """F_n over the relevant shapes, and each class's part of it."""
+        total_free = sum(frees)
         weight = lost = 0.0
         by_class: dict[str, float] = {}
-        for i, (shape, w) in enumerate(zip(self.shapes, self.weights, strict=True)):
-            if shape.cpu_milli > cpu or shape.memory > memory:
-                continue
-            if sum(e[i] for e in empty) < shape.device_count:
-                continue  # cannot run here even on an empty node: not this node's shape
+        for i in relevant:
+            shape, w, k = self.shapes[i], self.weights[i], self._demand_of[i]
+            need = shape.device_count
             weight += w
-            if shape.cpu_milli > cpu_free or shape.memory > memory_free:
+            if i in lacking or sum(min(u[k], need) for u in now) < need:
                 unusable = total_free
             else:
-                units = [self._units(state, a, i) for a in accs]
-                if sum(units) < shape.device_count:
-                    unusable = total_free
-                else:
-                    unusable = sum(f for f, u in zip(frees, units, strict=True) if not u)
+                unusable = sum(f for f, u in zip(frees, now, strict=True) if not u[k])
             if unusable:
                 lost += w * unusable
                 by_class[shape.device_class] = by_class.get(shape.device_class, 0.0) + w * unusable
-        if not weight:
-            return NodeStranded(measured, 0.0, {})
-        return NodeStranded(
-            measured, lost / weight, {c: v / weight for c, v in sorted(by_class.items())}
-        )
+        parts = {c: v / weight for c, v in sorted(by_class.items())}
+        return lost / weight, MappingProxyType(parts)
 
-    # --- which devices serve which shapes --------------------------------------------------
+    # --- which devices serve which demands -------------------------------------------------
 
-    def _serving(self, view: DeviceView) -> tuple[tuple[int, dict[str, int]], ...]:
-        """(shape index, what one unit consumes of the device) for every shape whose class
-        and request selectors admit the device and whose capacity request it can meet."""
+    def _own_classes(self, view: DeviceView) -> frozenset[str]:
+        got = self._class_memo.get(view)
+        if got is None:
+            got = frozenset(c for c, sel in self._class_selectors.items() if _selects(sel, view))
+            self._class_memo[view] = got
+        return got
+
+    def _serving(self, view: DeviceView) -> tuple[dict[str, int] | None, ...]:
+        """Per demand, what one unit consumes of the device; None where the class or request
+        selectors do not admit it or it cannot meet the capacity request."""
         got = self._serves.get(view)
         if got is None:
-            admits: dict[str, bool] = {}
-            out = []
-            for i, shape in enumerate(self.shapes):
-                cls = shape.device_class
-                if cls not in admits:
-                    admits[cls] = _selects(self._class_selectors[cls], view)
-                if not admits[cls] or not _selects(self._request_selectors[shape.selectors], view):
-                    continue
-                consumed = consumption(view, dict(shape.capacity))
-                if consumed is not None:
-                    out.append((i, consumed))
-            got = self._serves[view] = tuple(out)
+            classes = self._classes_of(view)
+            got = tuple(
+                consumption(view, dict(capacity))
+                if cls in classes
+                and (not selectors or _selects(self._request_selectors[selectors], view))
+                else None
+                for cls, selectors, capacity in self.demands
+            )
+            self._serves[view] = got
         return got
 
     def _empty(self, acc: Accelerator) -> tuple[int, ...]:
         got = self._empty_units.get(acc)
         if got is None:
-            got = self._empty_units[acc] = tuple(
-                self._units(None, acc, i) for i in range(len(self.shapes))
-            )
+            got = self._empty_units[acc] = self._units(None, acc)
         return got
 
-    def _units(self, state: ClusterState | None, acc: Accelerator, i: int) -> int:
-        """How many units of shape `i` the accelerator takes at once under the ledgers of
-        `state` (None: when nothing is allocated). Partitions are taken smallest first."""
-        need = self.shapes[i].device_count
+    def _units(self, state: ClusterState | None, acc: Accelerator) -> tuple[int, ...]:
+        """Per demand, how many units the accelerator takes at once (up to the most a shape
+        needs) under the ledgers of `state` (None: when nothing is allocated)."""
+        if len(acc.devices) == 1:
+            view = acc.devices[0]
+            if state is not None and not view.multi and not view.consumes:
+                # An exclusive device is either held or as good as on an empty node.
+                return self._none if state.in_use(view.id) else self._empty(acc)
+            totals = dict(acc.counters)
+            return tuple(
+                int(c is not None and _available(state, acc, view, c, totals, {}))
+                for c in self._serving(view)
+            )
         totals = dict(acc.counters)
-        extra: dict[CounterKey, int] = {}
-        units = 0
-        devices = acc.devices
-        if len(devices) > 1:
-            devices = tuple(sorted(devices, key=lambda v: sum(a for _, a in v.consumes)))
-        for view in devices:
-            consumed = next((c for j, c in self._serving(view) if j == i), None)
-            if consumed is None:
-                continue
-            if not _available(state, acc, view, consumed, totals, extra):
-                continue
-            units += 1
-            if units == need:
-                break
-            for ckey, amount in view.consumes:
-                extra[ckey] = extra.get(ckey, 0) + amount
-        return units
+        # Partitions smallest first, so as many fit together as the counters allow.
+        devices = sorted(acc.devices, key=lambda v: sum(a for _, a in v.consumes))
+        out = []
+        for k, most in enumerate(self._most):
+            extra: dict[CounterKey, int] = {}
+            units = 0
+            for view in devices:
+                consumed = self._serving(view)[k]
+                if consumed is None or not _available(state, acc, view, consumed, totals, extra):
+                    continue
+                units += 1
+                if units == most:
+                    break
+                for ckey, amount in view.consumes:
+                    extra[ckey] = extra.get(ckey, 0) + amount
+            out.append(units)
+        return tuple(out)
+
+
+def _demand(shape: RequestShape) -> Demand:
+    return (shape.device_class, shape.selectors, shape.capacity)
 
 
 def _available(

@@ -57,6 +57,8 @@ def pool_accelerators(pool: Pool) -> tuple[Accelerator, ...]:
 
 
 def _group(pool: Pool) -> tuple[Accelerator, ...]:
+    if not pool.counters and not any(v.consumes for v in pool.devices):
+        return tuple(Accelerator(pool.id, (v,), (), (), v.node_name) for v in pool.devices)
     # Union-find over counter sets: a device joins the group of every set it consumes from.
     parent: dict[str, str] = {}
 
@@ -115,36 +117,37 @@ def node_accelerators(state: ClusterState, node: Node) -> list[Accelerator]:
     ]
 
 
-def used(state: ClusterState, acc: Accelerator) -> float:
-    """The fraction of the accelerator in use, 0 to 1. A partitionable one: the mean fraction
-    consumed over its counters (a GPU with one of eight memory slices taken is 1/8 used; the
-    most used counter would call it full). One exclusive device: 0 or 1. One shared device
-    (allowMultipleAllocations): its most consumed capacity, or 1 once shared if it has none."""
+def usage(state: ClusterState, acc: Accelerator) -> tuple[float, bool]:
+    """(the fraction of the accelerator in use, 0 to 1; whether any claim holds it or a part
+    of it). A partitionable one: the mean fraction consumed over its counters (a GPU with one
+    of eight memory slices taken is 1/8 used; the most used counter would call it full). One
+    exclusive device: 0 or 1. One shared device (allowMultipleAllocations): its most consumed
+    capacity, or 1 once shared if it has none."""
     if acc.counters:
         pid = acc.pool_id
         fractions = [
             min(1.0, state.counter_used(pid, ckey) / total) for ckey, total in acc.counters if total
         ]
-        return sum(fractions) / len(fractions) if fractions else 0.0
+        fraction = sum(fractions) / len(fractions) if fractions else 0.0
+        return fraction, fraction > 0 or any(allocated(state, v) for v in acc.devices)
     view = acc.devices[0]
     if state.in_use(view.id):
-        return 1.0
+        return 1.0, True
     share = state.shared_use(view.id)
     if share is None:
-        return 0.0
-    return max(
+        return 0.0, False
+    fraction = max(
         (share.consumed.get(k, 0) / total for k, total in view.capacity.items() if total),
         default=1.0,
     )
+    return fraction, True
+
+
+def used(state: ClusterState, acc: Accelerator) -> float:
+    """The fraction of the accelerator in use (`usage`)."""
+    return usage(state, acc)[0]
 
 
 def allocated(state: ClusterState, view: DeviceView) -> bool:
     """Is the device allocated (exclusively, or shared by at least one claim)?"""
     return state.in_use(view.id) or state.shared_use(view.id) is not None
-
-
-def in_use(state: ClusterState, acc: Accelerator) -> bool:
-    """Does any claim hold the accelerator or a part of it?"""
-    if any(state.counter_used(acc.pool_id, ckey) for ckey, _ in acc.counters):
-        return True
-    return any(allocated(state, v) for v in acc.devices)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draplan.api.core_v1 import Node
-from draplan.cluster.accelerators import is_accelerator, node_accelerators, used
+from draplan.cluster.accelerators import is_accelerator
 from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.state import ClusterState
 from draplan.sim.stranded import StrandedMeter
@@ -19,13 +19,6 @@ if TYPE_CHECKING:
     from draplan.sim.workloads import Job
 
 HOUR = 3600.0
-
-
-def node_gpus(state: ClusterState, node: Node) -> tuple[float, float]:
-    """(GPUs, GPUs in use) of the node, as `draplan metrics` counts them: physical
-    accelerators, a partitioned one used as far as its counters are consumed."""
-    accs = node_accelerators(state, node)
-    return float(len(accs)), sum(used(state, a) for a in accs)
 
 
 @dataclass
@@ -155,9 +148,12 @@ class Recorder:
             if node is None:
                 self.samples.pop(name, None)
                 continue
-            g, u = node_gpus(state, node)
-            stranded = meter.node(state, node) if g else 0.0
-            self.samples[name] = NodeSample(g, u, stranded)
+            # GPUs as `draplan metrics` counts them: physical accelerators, a partitioned
+            # one used as far as its counters are consumed.
+            measured = meter.node(state, node)
+            gpus = float(len(measured.accelerators))
+            free = sum(f for _, f in measured.accelerators)
+            self.samples[name] = NodeSample(gpus, gpus - free, measured.stranded)
         total = used = idle_new = stranded = cost = 0.0
         for name, sample in self.samples.items():
             total += sample.gpus

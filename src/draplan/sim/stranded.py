@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
+from draplan.audit.stranded import NodeStranded, accelerator_classes, pod_shape, typical
 from draplan.audit.stranded import StrandedMeter as Meter
-from draplan.audit.stranded import accelerator_classes, pod_shape, typical
 from draplan.autoscaler.templates import NodeNamer, make_node
 from draplan.cluster.devices import DeviceView, device_views
 from draplan.cluster.podresources import is_terminal
@@ -47,7 +47,7 @@ def _views(state: ClusterState) -> list[DeviceView]:
 
 
 class StrandedMeter:
-    """Stranded GPUs of one node under the current ledgers."""
+    """A node's GPUs, their free fractions and its stranded GPUs under the current ledgers."""
 
     def __init__(self, state: ClusterState, jobs: Sequence[Job]) -> None:
         objects: dict[tuple[str, str, str], KubeStruct] = {}
@@ -70,6 +70,5 @@ class StrandedMeter:
                 shapes.append(shape)
         self.meter = Meter(classes, typical(shapes))
 
-    def node(self, state: ClusterState, node: Node) -> float:
-        """The node's stranded GPUs."""
-        return self.meter.node(state, node).stranded
+    def node(self, state: ClusterState, node: Node) -> NodeStranded:
+        return self.meter.node(state, node)

@@ -45,6 +45,9 @@ from draplan.cluster.fragmentation import POPULARITY_THRESHOLD, popular
 from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState
 
+# What a shape asks of one device: (device class, request selectors, capacity requests).
+Demand = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
+
 
 class RequestShape(NamedTuple):
     """`device_count` devices of `device_class` passing `selectors` (CEL), each consuming `capacity`
@@ -64,7 +67,7 @@ def pod_shape(
 ) -> RequestShape | None:
     """The pod's shape over the accelerator `classes`; None if it asks none of them, or its
     requests for them are not one shape."""
-    found: set[tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]] = set()
+    found: set[Demand] = set()
     count = 0
     for claim in claims:
         for req in claim.spec.devices.requests:
@@ -84,7 +87,7 @@ def pod_shape(
             count += ex.count or 1
     if len(found) != 1:
         return None
-    (device_class, selectors, capacity) = found.pop()
+    device_class, selectors, capacity = found.pop()
     resources = pod_requests(pod)
     return RequestShape(
         resources.get("cpu", 0),
@@ -129,11 +132,8 @@ class NodeStranded(NamedTuple):
     by_class: Mapping[str, float]
 
 
-MEMO_ENTRIES = 1 << 16
+MEMO_ENTRIES = 1 << 18  # per memo; dropped wholesale when full
 NOTHING: Mapping[str, float] = MappingProxyType({})
-
-# What a shape asks of one device: (device class, request selectors, capacity requests).
-Demand = tuple[str, tuple[str, ...], tuple[tuple[str, int], ...]]
 
 
 class StrandedMeter:
@@ -253,6 +253,8 @@ class StrandedMeter:
         got = self._class_memo.get(view)
         if got is None:
             got = frozenset(c for c, sel in self._class_selectors.items() if _selects(sel, view))
+            if len(self._class_memo) >= MEMO_ENTRIES:
+                self._class_memo.clear()
             self._class_memo[view] = got
         return got
 
@@ -269,12 +271,16 @@ class StrandedMeter:
                 else None
                 for cls, selectors, capacity in self.demands
             )
+            if len(self._serves) >= MEMO_ENTRIES:
+                self._serves.clear()
             self._serves[view] = got
         return got
 
     def _empty(self, acc: Accelerator) -> tuple[int, ...]:
         got = self._empty_units.get(acc)
         if got is None:
+            if len(self._empty_units) >= MEMO_ENTRIES:
+                self._empty_units.clear()
             got = self._empty_units[acc] = self._units(None, acc)
         return got
 

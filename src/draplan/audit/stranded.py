@@ -39,8 +39,14 @@ from draplan.allocator.capacity import consumption
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass, ResourceClaim
 from draplan.cel import CelError, Selector, compile_selector
-from draplan.cluster.accelerators import Accelerator, is_accelerator, node_accelerators, used
-from draplan.cluster.devices import CounterKey, DeviceView, nanos
+from draplan.cluster.accelerators import (
+    Accelerator,
+    is_accelerator,
+    node_accelerators,
+    pool_accelerators,
+    used,
+)
+from draplan.cluster.devices import CounterKey, DeviceView, Pool, nanos
 from draplan.cluster.fragmentation import POPULARITY_THRESHOLD, popular
 from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState
@@ -140,13 +146,15 @@ class StrandedMeter:
     """Measures nodes against fixed weighted shapes. What each device can give each demand,
     and how many units of it an accelerator takes when free, are computed once per device and
     per accelerator, so re-measuring a node that changed costs one pass over its accelerators.
-    `classes_of` names the classes that select a device, if the caller knows them already."""
+    `classes_of` (the classes that select a device) and `grouped` (a pool's accelerators) are
+    the caller's, if it knows them already; the meter keeps its own memo otherwise."""
 
     def __init__(
         self,
         classes: Mapping[str, DeviceClass],
         weighted: Sequence[tuple[RequestShape, float]],
         classes_of: Callable[[DeviceView], Collection[str]] | None = None,
+        grouped: Callable[[Pool], tuple[Accelerator, ...]] | None = None,
     ) -> None:
         kept = [(s, w) for s, w in weighted if w and s.device_class in classes]
         self.shapes = [s for s, _ in kept]
@@ -161,6 +169,8 @@ class StrandedMeter:
         }
         self._request_selectors = {d[1]: [compile_selector(e) for e in d[1]] for d in self.demands}
         self._classes_of = classes_of or self._own_classes
+        self._grouped = grouped or self._own_accelerators
+        self._accelerator_memo: dict[Pool, tuple[Accelerator, ...]] = {}
         self._class_memo: dict[DeviceView, frozenset[str]] = {}
         self._serves: dict[DeviceView, tuple[dict[str, int] | None, ...]] = {}
         self._empty_units: dict[Accelerator, tuple[int, ...]] = {}
@@ -170,7 +180,7 @@ class StrandedMeter:
         self._measured: dict[object, tuple[float, Mapping[str, float]]] = {}
 
     def node(self, state: ClusterState, node: Node) -> NodeStranded:
-        accs = node_accelerators(state, node)
+        accs = node_accelerators(state, node, self._grouped)
         frees = tuple(1.0 - used(state, a) for a in accs)
         measured = tuple(zip(accs, frees, strict=True))
         if not self.shapes or sum(frees) <= 0:
@@ -248,6 +258,14 @@ class StrandedMeter:
         return lost / weight, MappingProxyType(parts)
 
     # --- which devices serve which demands -------------------------------------------------
+
+    def _own_accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
+        got = self._accelerator_memo.get(pool)
+        if got is None:
+            if len(self._accelerator_memo) >= MEMO_ENTRIES:
+                self._accelerator_memo.clear()
+            got = self._accelerator_memo[pool] = pool_accelerators(pool)
+        return got
 
     def _own_classes(self, view: DeviceView) -> frozenset[str]:
         got = self._class_memo.get(view)

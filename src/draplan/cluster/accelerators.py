@@ -14,8 +14,8 @@ gpu.intel.com, tpu.google.com, ...); NICs and other devices of a node are not GP
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from draplan.api.core_v1 import Node
 from draplan.cluster.devices import CounterKey, DeviceView, Pool, PoolID
@@ -43,17 +43,10 @@ class Accelerator:
     node_name: str | None  # the node all its devices are bound to; None if not one node
 
 
-_MEMO: WeakKeyDictionary[Pool, tuple[Accelerator, ...]] = WeakKeyDictionary()
-
-
 def pool_accelerators(pool: Pool) -> tuple[Accelerator, ...]:
     """The physical devices of an accelerator driver's pool, in the order of their first
-    published device; () for other drivers. Memoised per gathered pool."""
-    got = _MEMO.get(pool)
-    if got is None:
-        got = _group(pool) if is_accelerator(pool.id[0]) else ()
-        _MEMO[pool] = got
-    return got
+    published device; () for other drivers."""
+    return _group(pool) if is_accelerator(pool.id[0]) else ()
 
 
 def _group(pool: Pool) -> tuple[Accelerator, ...]:
@@ -106,14 +99,16 @@ def _partitions(
     return tuple(v for v in members if dict(v.consumes) != full)
 
 
-def node_accelerators(state: ClusterState, node: Node) -> list[Accelerator]:
-    """The physical accelerators bound to `node` (network-attached ones belong to no node)."""
+def node_accelerators(
+    state: ClusterState,
+    node: Node,
+    grouped: Callable[[Pool], tuple[Accelerator, ...]] = pool_accelerators,
+) -> list[Accelerator]:
+    """The physical accelerators bound to `node` (network-attached ones belong to no node);
+    `grouped` is `pool_accelerators` or a memo of it."""
     name = node.metadata.name
     return [
-        acc
-        for pool in state.pools_for_node(node)
-        for acc in pool_accelerators(pool)
-        if acc.node_name == name
+        acc for pool in state.pools_for_node(node) for acc in grouped(pool) if acc.node_name == name
     ]
 
 

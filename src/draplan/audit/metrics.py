@@ -22,7 +22,6 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from draplan.api.core_v1 import Node
 from draplan.audit.stranded import (
     NodeStranded,
     RequestShape,
@@ -276,7 +275,7 @@ class _Collector:
         taken = [allocated(state, v) for v in acc.partitions]
         for t in scopes:
             t.add_gpu(share, held, len(acc.partitions), sum(taken))
-        if not acc.partitions:
+        if len(acc.devices) == 1:
             for c in self.classes_of(acc.devices[0]):
                 self.accelerator_classes.add(c)
                 self.m.device_classes[c].add_gpu(share, held, 0, 0)
@@ -298,9 +297,9 @@ class _Collector:
         for name, node in sorted(state.nodes.items()):
             measured = meter.node(state, node)
             if measured.accelerators:
-                self.node_stranded(name, node, measured, asked)
+                self.node_stranded(name, measured, asked)
 
-    def node_stranded(self, name: str, node: Node, measured: NodeStranded, asked: set[str]) -> None:
+    def node_stranded(self, name: str, measured: NodeStranded, asked: set[str]) -> None:
         price = self.price.get(name)
         gpus = len(measured.accelerators)
 
@@ -320,7 +319,7 @@ class _Collector:
                 key = (acc.pool_id, c)
                 free_by_class[key] = free_by_class.get(key, 0.0) + free
         idle = sum(free_by_pool.values())
-        for c in sorted({c for _, c in free_by_class}):
+        for c in sorted({c for _, c in free_by_class} | set(measured.by_class)):
             part = measured.by_class.get(c, 0.0)
             free = sum(f for (_, k), f in free_by_class.items() if k == c)
             dc = self.m.device_classes[c]

@@ -14,23 +14,28 @@ capacity of n that the next typical pod could not use. A cluster's fragmentation
 The paper has no memory in the model: shapes with `memory=0` never lack memory. Capacities are
 nano-units (draplan.cluster.devices); results are in units of the measured capacity (milli-GPU
 for openb). At the end: reading a node's free state and a pod's shape out of DRA objects.
+`draplan.audit.stranded` counts stranded GPUs with this measure in physical accelerators.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.core_v1 import Node
 from draplan.api.resource_v1 import DeviceClass, ExactDeviceRequest, ResourceClaim
 from draplan.cel import CelError, Selector, compile_selector
 from draplan.cluster.devices import NANO, DeviceView, nanos
-from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+T = TypeVar("T")
 
 # Typical pods: the most popular shapes until they cover 95 % of the trace's pods (§2.3,
 # `podPopularityThreshold: 95`).
@@ -150,17 +155,26 @@ class Workload:
         """The paper's typical pods from one shape per pod: the most frequent shapes until they
         cover `threshold` of the pods, weights renormalised to 1 (§2.3). Equal counts are
         ranked by shape (the simulator leaves them in Go map order), so the cut is stable."""
-        counts = Counter(shapes)
-        total = sum(counts.values())
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], _shape_order(kv[0])))
-        chosen: list[tuple[Shape, int]] = []
-        covered = 0
-        for shape, n in ranked:
-            if covered >= threshold * total:
-                break
-            chosen.append((shape, n))
-            covered += n
+        chosen = popular(Counter(shapes), threshold, _shape_order)
+        covered = sum(n for _, n in chosen)
         return cls((s, n / covered) for s, n in chosen)
+
+
+def popular(
+    counts: Mapping[T, int], threshold: float, order: Callable[[T], SupportsRichComparison]
+) -> list[tuple[T, int]]:
+    """The most frequent items, with their counts, until they cover `threshold` of the total;
+    equal counts ranked by `order`, so the cut is stable."""
+    total = sum(counts.values())
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], order(kv[0])))
+    chosen: list[tuple[T, int]] = []
+    covered = 0
+    for item, n in ranked:
+        if covered >= threshold * total:
+            break
+        chosen.append((item, n))
+        covered += n
+    return chosen
 
 
 def _key_order(
@@ -424,69 +438,6 @@ def _request_share(req: ExactDeviceRequest, capacity: str) -> int:
         if name == capacity or name.endswith("/" + capacity):
             return nanos(q)
     return 0
-
-
-def node_room(state: ClusterState, node: Node) -> tuple[int, int]:
-    """Free cpu (milli-cores) and memory (bytes) of a node, as `node_free` takes them."""
-    alloc = node_allocatable(node)
-    used = state.requested(node.metadata.name)
-    cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
-    memory = (alloc.get("memory", 0) - used.get("memory", 0)) // 1000
-    return cpu, memory
-
-
-def device_units(view: DeviceView, capacity: str) -> float:
-    """How many whole devices' worth of the measured capacity the device has (1 for a
-    device measured whole or without that capacity)."""
-    total = view.capacity.get(capacity) if capacity else None
-    return (total if total is not None else NANO) / NANO
-
-
-class NodeStranding(NamedTuple):
-    """A node's devices of a class with their free state, the node's NodeFree, F_n(M) and
-    the devices' capacity in device units (`device_units`)."""
-
-    devices: list[tuple[DeviceView, DeviceFree]]
-    free: NodeFree
-    fragmentation: float
-    units: float
-
-
-def node_stranding(
-    state: ClusterState,
-    node: Node,
-    device_class: DeviceClass,
-    capacity: str,
-    measure: FragmentationCache,
-) -> NodeStranding | None:
-    """The node measured against `measure`'s typical pods; None if it has no device of the
-    class."""
-    devices = node_devices(state, node, device_class, capacity)
-    if not devices:
-        return None
-    free = node_free(*node_room(state, node), (d for _, d in devices))
-    units = sum(device_units(v, capacity) for v, _ in devices)
-    return NodeStranding(devices, free, measure(free), units)
-
-
-def pod_shape(
-    pod: Pod,
-    claims: Sequence[ResourceClaim],
-    *,
-    device_class: str,
-    capacity: str,
-    kinds: DeviceKinds,
-) -> Shape | None:
-    """`claims_shape` with the pod's CPU and memory requests."""
-    req = pod_requests(pod)
-    return claims_shape(
-        claims,
-        cpu_milli=req.get("cpu", 0),
-        memory=req.get("memory", 0) // 1000,
-        device_class=device_class,
-        capacity=capacity,
-        kinds=kinds,
-    )
 
 
 def claims_shape(

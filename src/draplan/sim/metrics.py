@@ -9,46 +9,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draplan.api.core_v1 import Node
-from draplan.cluster.devices import Pool
-from draplan.cluster.nodepools import POOL_LABEL
+from draplan.cluster.accelerators import is_accelerator
+from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.state import ClusterState
-from draplan.sim.stranded import StrandedMeter, is_accelerator
+from draplan.sim.stranded import StrandedMeter
 
 if TYPE_CHECKING:
     from draplan.sim.engine import SimResult
     from draplan.sim.workloads import Job
 
 HOUR = 3600.0
-
-
-def _pool_gpus(state: ClusterState, pool: Pool) -> tuple[float, float]:
-    """(GPUs, GPUs in use) of one pool; a partitionable GPU (counter set) counts once, used as
-    much as its most used counter."""
-    if pool.counters:
-        sets: dict[str, float] = {}
-        for (cset, cname), total in pool.counters.items():
-            used = state.counter_used(pool.id, (cset, cname)) / total if total else 0.0
-            sets[cset] = max(sets.get(cset, 0.0), used)
-        return float(len(sets)), sum(sets.values())
-    used = 0.0
-    for v in pool.devices:
-        if state.in_use(v.id):
-            used += 1
-        elif (share := state.shared_use(v.id)) is not None:
-            used += max(
-                (share.consumed.get(k, 0) / c for k, c in v.capacity.items() if c), default=1.0
-            )
-    return float(len(pool.devices)), used
-
-
-def node_gpus(state: ClusterState, node: Node) -> tuple[float, float]:
-    total = used = 0.0
-    for pool in state.pools_for_node(node):
-        if is_accelerator(pool.id[0]) and pool.id[1] == node.metadata.name:
-            t, u = _pool_gpus(state, pool)
-            total += t
-            used += u
-    return total, used
 
 
 @dataclass
@@ -133,9 +103,8 @@ class Recorder:
         pool: str = "",
         intended: list[tuple[str, str]] | None = None,
     ) -> None:
-        pool = pool or node.metadata.labels.get(POOL_LABEL, "")
-        np = self.state.node_pools.get(pool)
-        price = float(np.spec.price_per_hour) if np is not None else 0.0
+        pool = pool or pool_name(self.state, node)
+        price = price_per_hour(self.state, node) or 0.0
         life = NodeLife(name, pool, price, t, initial, list(intended or []))
         self.lives.append(life)
         self.nodes[name] = life
@@ -179,9 +148,12 @@ class Recorder:
             if node is None:
                 self.samples.pop(name, None)
                 continue
-            g, u = node_gpus(state, node)
-            stranded = meter.node(state, node) if g else 0.0
-            self.samples[name] = NodeSample(g, u, stranded)
+            # GPUs as `draplan metrics` counts them: physical accelerators, a partitioned
+            # one used as far as its counters are consumed.
+            measured = meter.node(state, node)
+            gpus = float(len(measured.accelerators))
+            free = sum(f for _, f in measured.accelerators)
+            self.samples[name] = NodeSample(gpus, gpus - free, measured.stranded)
         total = used = idle_new = stranded = cost = 0.0
         for name, sample in self.samples.items():
             total += sample.gpus

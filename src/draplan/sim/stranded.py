@@ -1,59 +1,23 @@
-"""Stranded accelerator capacity in a simulation: the FGD fragmentation measure
-(`draplan.cluster.fragmentation`, as the audit metrics and the FGD score use it) against the
-typical request shapes of the whole simulated workload, as the FGD paper measures a trace.
-
-Per node and measured device class, F_n(M) is the free capacity the typical shapes could not
-use; it is turned into device-equivalents (a node's F_n times its devices over its total
-capacity), so shared GPUs (capacity `gpuMilli`) and whole GPUs add up as GPUs. A class is
-measured when a pod of the workload asks for it and its devices (on the nodes and the NodePool
-templates) are accelerators without counter sets: FGD has no model of partitions that share
-counters (MIG), so their capacity is not called stranded. Classes are taken to select disjoint
-devices, as those of the demo and of openb do. As in the audit metrics, pods that ask nothing
-of a class are left out of its shapes: the FGD paper keeps CPU-only pods in M, which counts
-every free GPU as a fragment for them; here that capacity is idle, not stranded.
+"""Stranded GPUs in a simulation: `draplan.audit.stranded`, the measure `draplan metrics` uses,
+against the typical request shapes of the whole simulated workload (the pods the cluster starts
+with and those of every job), as the FGD paper measures a trace. On a state whose pods have
+those typical shapes, the simulator and `draplan metrics` give the same stranded GPUs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.meta import KubeStruct, ObjectMeta
-from draplan.api.resource_v1 import (
-    DeviceClass,
-    ResourceClaim,
-    ResourceClaimTemplate,
-)
-from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
-from draplan.cluster.devices import DeviceView
-from draplan.cluster.fragmentation import (
-    DeviceKinds,
-    FragmentationCache,
-    Shape,
-    Workload,
-    node_devices,
-    node_stranding,
-    pod_shape,
-)
+from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
+from draplan.audit.stranded import NodeStranded, accelerator_classes, pod_shape, typical
+from draplan.audit.stranded import StrandedMeter as Meter
+from draplan.autoscaler.templates import NodeNamer, make_node
+from draplan.cluster.devices import DeviceView, device_views
+from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, key_of
 from draplan.sim.workloads import Job
-
-# Drivers named for their accelerator, as DRA drivers are (gpu.nvidia.com, gpu.amd.com,
-# gpu.intel.com, tpu.google.com, ...): their devices are what the simulation counts as GPUs.
-# NICs and other devices of a node are not.
-ACCELERATOR_PREFIXES = ("gpu.", "tpu.", "neuron.", "gaudi.")
-
-
-def is_accelerator(driver: str) -> bool:
-    return driver.startswith(ACCELERATOR_PREFIXES)
-
-
-@dataclass(frozen=True)
-class _Measured:
-    device_class: DeviceClass
-    unit: str  # the shared capacity measured; "" = whole devices
-    measure: FragmentationCache
 
 
 def _pod_claims(pod: Pod, objects: dict[tuple[str, str, str], KubeStruct]) -> list[ResourceClaim]:
@@ -72,24 +36,18 @@ def _pod_claims(pod: Pod, objects: dict[tuple[str, str, str], KubeStruct]) -> li
     return out
 
 
-def _class_views(state: ClusterState) -> dict[str, list[DeviceView]]:
-    """Per device class, the devices of every node and of one template node per NodePool."""
-    out: dict[str, list[DeviceView]] = {}
-    with state.forked():
-        for _, pool in sorted(state.node_pools.items()):
-            name, labels = NodeNamer(state, pool).next()
-            add_new_node(state, make_node(state, pool, name, labels))
-        for cname, dc in sorted(state.device_classes.items()):
-            out[cname] = [
-                view
-                for _, node in sorted(state.nodes.items())
-                for view, _ in node_devices(state, node, dc, "")
-            ]
+def _views(state: ClusterState) -> list[DeviceView]:
+    """The devices of every slice and of one template node per NodePool."""
+    out = [view for name in sorted(state.slices.keys()) for view in state.slice_devices(name)]
+    for _, pool in sorted(state.node_pools.items()):
+        name, labels = NodeNamer(state, pool).next()
+        for rs in make_node(state, pool, name, labels).slices:
+            out.extend(device_views(rs))
     return out
 
 
 class StrandedMeter:
-    """Stranded device-equivalents of one node under the current ledgers."""
+    """A node's GPUs, their free fractions and its stranded GPUs under the current ledgers."""
 
     def __init__(self, state: ClusterState, jobs: Sequence[Job]) -> None:
         objects: dict[tuple[str, str, str], KubeStruct] = {}
@@ -97,38 +55,20 @@ class StrandedMeter:
             objects[("ResourceClaim", ns, name)] = claim
         for (ns, name), tmpl in state.claim_templates.items():
             objects[("ResourceClaimTemplate", ns, name)] = tmpl
-        pods: list[Pod] = []
+        pods = [pod for _, pod in sorted(state.pods.items()) if not is_terminal(pod)]
         for job in jobs:
             for obj in job.objects:
                 if isinstance(obj, Pod):
                     pods.append(obj)
                 elif isinstance(obj, (ResourceClaim, ResourceClaimTemplate)):
                     objects[(obj.kind, *key_of(obj))] = obj
-        claims = [(pod, _pod_claims(pod, objects)) for pod in pods]
-        self.classes: list[_Measured] = []
-        for cname, views in _class_views(state).items():
-            if not views or any(not is_accelerator(v.driver) or v.consumes for v in views):
-                continue
-            unit = min((c for v in views if v.multi for c in v.capacity), default="")
-            kinds = DeviceKinds(views)
-            shapes: list[Shape] = []
-            for pod, pod_claims in claims:
-                if not pod_claims:
-                    continue
-                shape = pod_shape(pod, pod_claims, device_class=cname, capacity=unit, kinds=kinds)
-                if shape is not None and shape.device_count:
-                    shapes.append(shape)
-            if shapes:
-                measure = FragmentationCache(Workload.typical(shapes))
-                self.classes.append(_Measured(state.device_classes[cname], unit, measure))
+        classes = accelerator_classes(state.device_classes, _views(state))
+        shapes = []
+        for pod in pods:
+            shape = pod_shape(pod, _pod_claims(pod, objects), classes)
+            if shape is not None:
+                shapes.append(shape)
+        self.meter = Meter(classes, typical(shapes))
 
-    def node(self, state: ClusterState, node: Node) -> float:
-        """The node's stranded capacity, in devices."""
-        if not self.classes:
-            return 0.0
-        out = 0.0
-        for m in self.classes:
-            measured = node_stranding(state, node, m.device_class, m.unit, m.measure)
-            if measured is not None:
-                out += measured.fragmentation * len(measured.devices) / measured.units
-        return out
+    def node(self, state: ClusterState, node: Node) -> NodeStranded:
+        return self.meter.node(state, node)

@@ -348,7 +348,7 @@ def test_realistic_dump_table_most_stranded_first(run_cli: Any) -> None:
         start = next(i for i, line in enumerate(sections) if line.startswith(title))
         rows = []
         for line in sections[start + 2 :]:
-            if not line.startswith(" "):
+            if not line or line[0].isupper():  # the next table's title
                 break
             rows.append(line.split()[0])
         return rows

@@ -30,7 +30,9 @@ from draplan.api.resource_v1 import (
     DeviceAttribute,
     DeviceCapacity,
     DeviceClaim,
+    DeviceClaimConfiguration,
     DeviceClass,
+    DeviceClassConfiguration,
     DeviceClassSpec,
     DeviceConstraint,
     DeviceCounterConsumption,
@@ -44,6 +46,7 @@ from draplan.api.resource_v1 import (
     DeviceTaintSelector,
     DeviceToleration,
     ExactDeviceRequest,
+    OpaqueDeviceConfiguration,
     ResourceClaim,
     ResourceClaimSpec,
     ResourceClaimStatus,
@@ -1263,3 +1266,78 @@ def test_first_fit_all_then_one_matches_upstream(health: list[bool], busy: set[i
     assert isinstance(expected, dict)
     got = {r.request: int(r.device.removeprefix("gpu-")) for r in results(outcome)}
     assert got == expected
+
+
+# --- upstream allocator fixes since v0.36.0 that draplan carries ---------------------------
+
+
+def test_all_mode_over_counter_consuming_devices() -> None:
+    # kubernetes#138885: upstream panicked on `All` over devices that consume counters.
+    parts = [device(f"part-{i}", consumes={"set": {"mem": 1}}) for i in range(2)]
+    roomy = cluster(rslice("s", parts, counters=[counter_set("set", mem=2)]))
+    assert picked(run(roomy, claim("c", request("r", all_devices=True)))) == ["part-0", "part-1"]
+    tight = cluster(rslice("s", parts, counters=[counter_set("set", mem=1)]))
+    assert not run(tight, claim("c", request("r", all_devices=True))).ok
+
+
+def test_a_committed_shared_device_keeps_its_counters() -> None:
+    # kubernetes#139040: a multi-allocatable device allocated in an earlier cycle still holds
+    # the counters it consumes, so an overlapping partition cannot be allocated beside it.
+    shared = device(
+        "shared", multi=True, capacity={"mem": capacity("10Gi")}, consumes={"set": {"mem": 1}}
+    )
+    part = device("part", consumes={"set": {"mem": 1}})
+    result = DeviceRequestAllocationResult(
+        request="req", driver=DRIVER, pool=NODE, device="shared", share_id="0" * 36
+    )
+    alloc = AllocationResult(devices=DeviceAllocationResult(results=(result,)))
+    earlier = msgspec.structs.replace(
+        claim("earlier"), status=ResourceClaimStatus(allocation=alloc)
+    )
+    state = cluster(rslice("s", [shared, part], counters=[counter_set("set", mem=1)]), earlier)
+    assert picked(run(state, claim("c", request("r", 1)))) == ["shared"]  # another share
+    assert code(run(state, claim("c", request("r", 2)))) == "CountersExhausted"
+
+
+def configured_class(name: str = "gpu") -> DeviceClass:
+    dc = device_class(name)
+    opaque = OpaqueDeviceConfiguration(driver=DRIVER, parameters={"mode": "fast"})
+    spec = msgspec.structs.replace(dc.spec, config=(DeviceClassConfiguration(opaque=opaque),))
+    return msgspec.structs.replace(dc, spec=spec)
+
+
+def with_claim_config(c: ResourceClaim, *requests: str) -> ResourceClaim:
+    cfg = DeviceClaimConfiguration(
+        requests=requests, opaque=OpaqueDeviceConfiguration(driver=DRIVER, parameters={})
+    )
+    devices = msgspec.structs.replace(c.spec.devices, config=(cfg,))
+    return msgspec.structs.replace(c, spec=msgspec.structs.replace(c.spec, devices=devices))
+
+
+def configs(outcome: Outcome) -> list[tuple[str, tuple[str, ...]]]:
+    alloc = outcome.claims[0].status.allocation
+    assert alloc is not None
+    return [(c.source, c.requests) for c in alloc.devices.config]
+
+
+def test_a_config_covering_every_request_is_written_without_requests() -> None:
+    state = cluster(configured_class(), rslice("s", [device("gpu-0"), device("gpu-1")]))
+    both = claim("c", request("r0"), request("r1"))
+    # One class config for both requests, once (upstream once duplicated it per request).
+    assert configs(run(state, both)) == [("FromClass", ())]
+    scoped = with_claim_config(both, "r0")
+    assert configs(run(state, scoped)) == [("FromClass", ()), ("FromClaim", ("r0",))]
+    everyone = with_claim_config(both, "r0", "r1")
+    assert configs(run(state, everyone)) == [("FromClass", ()), ("FromClaim", ())]
+
+
+def test_a_config_scoped_to_subrequests_of_one_request_stays_scoped() -> None:
+    # kubernetes#139803: two subrequests of r0 named, the claim has two requests: upstream's
+    # length check widened this config to the whole claim; it covers r0 only.
+    state = cluster(rslice("s", [device("gpu-0"), device("gpu-1")]))
+    c = claim("c", first_available("r0", sub("s0"), sub("s1")), request("r1"))
+    scoped = with_claim_config(c, "r0/s0", "r0/s1")
+    assert configs(run(state, scoped)) == [("FromClaim", ("r0/s0", "r0/s1"))]
+    # Naming the chosen subrequest and the other request covers the claim.
+    covering = with_claim_config(c, "r0/s0", "r1")
+    assert configs(run(state, covering)) == [("FromClaim", ())]

@@ -119,7 +119,18 @@ def _config(claim: ResourceClaim, picks: list[Pick]) -> tuple[DeviceAllocationCo
                     source="FromClaim", requests=ccfg.requests, opaque=ccfg.opaque
                 )
             )
-    return tuple(out)
+    # A config that covers every request of the claim is written with no requests ("empty
+    # means all"), as upstream does. Covering means naming each top-level request or the
+    # subrequest chosen for it; upstream once compared list lengths and so widened a config
+    # scoped to several subrequests of one request to the whole claim (kubernetes#139803).
+    chosen = {p.spec.parent: p.spec.name for p in picks}
+    top = [r.name for r in claim.spec.devices.requests]
+    return tuple(
+        msgspec.structs.replace(cfg, requests=())
+        if cfg.requests and all(r in cfg.requests or chosen.get(r) in cfg.requests for r in top)
+        else cfg
+        for cfg in out
+    )
 
 
 def allocated_claim(claim: ResourceClaim, picks: list[Pick], node: Node) -> ResourceClaim:

@@ -404,23 +404,6 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
         },
     },
-    ("kueue.x-k8s.io/v1beta2", "Workload"): {
-        "metadata": {
-            **NS_META,
-            "name": "job-trainer-3f2a1",
-            "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "Job", "name": "trainer", "uid": "u-1"}
-            ],
-        },
-        "spec": {"queueName": "team-a", "podSets": [{"name": "main", "count": 4}]},
-        "status": {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100"}}],
-            },
-            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
-        },
-    },
     ("draplan.io/v1alpha1", "NodePool"): {
         "metadata": {**META, "name": "p5"},
         "spec": {
@@ -484,6 +467,8 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
     },
 }
+# Kueue's v1beta2 Workload has v1beta1's fields that draplan reads.
+OBJECTS[("kueue.x-k8s.io/v1beta2", "Workload")] = OBJECTS[("kueue.x-k8s.io/v1beta1", "Workload")]
 # scheduling.k8s.io/v1alpha3 serves v1beta1's shape (1.37 releases before the beta).
 for _kind in ("Workload", "PodGroup"):
     OBJECTS[("scheduling.k8s.io/v1alpha3", _kind)] = OBJECTS[("scheduling.k8s.io/v1beta1", _kind)]

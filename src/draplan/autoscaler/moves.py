@@ -25,6 +25,7 @@ from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
+from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
@@ -45,21 +46,9 @@ def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
 
 
 def release(state: ClusterState, keys: set[ObjectKey]) -> str:
-    """scheduler.claims.release_claims for the claims of `keys` only, found through the pods
-    (not by walking every claim): why a claim cannot move, having released nothing of it."""
-    for key in sorted(keys):
-        for claim in claims_of(state, key):
-            if claim.status.allocation is None:
-                continue
-            users = {(claim.metadata.namespace, r.name) for r in claim.status.reserved_for}
-            if users - keys:
-                return (
-                    f"claim {claim.metadata.namespace}/{claim.metadata.name} is also used by "
-                    "pods on other nodes"
-                )
-            status = msgspec.structs.replace(claim.status, allocation=None, reserved_for=())
-            state.put_claim(msgspec.structs.replace(claim, status=status))
-    return ""
+    """scheduler.claims.release_claims over the claims of `keys` only, found through the pods
+    (not by walking every claim)."""
+    return release_claims(state, keys, [c for k in sorted(keys) for c in claims_of(state, k)])
 
 
 class Mover:

@@ -220,6 +220,12 @@ def test_metrics_cli_table(run_cli: Any, tmp_path: Path) -> None:
     assert "0.312 (19.2 %)" in row  # stranded GPUs: 0.3125 of 1.625 free
 
 
+def test_metrics_negative_top_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
+    out = run_cli("metrics", "-f", write(tmp_path, sc.shared_gpus()), "--top", "-1")
+    assert out.code == 2
+    assert "--top" in out.err and out.out == ""
+
+
 # --- the realistic dump (tests/data/realistic) ---------------------------------------------------
 #
 # Physical GPUs, by hand from cluster.yaml:

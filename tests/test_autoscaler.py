@@ -488,6 +488,44 @@ def test_physical_counts_count_a_partitionable_gpu_once() -> None:
     assert counts[DRIVER] == 2  # the driver-wide class: still 2 physical GPUs
 
 
+def test_physical_counts_join_the_counter_sets_one_device_consumes() -> None:
+    """The whole GPU consumes from both of its counter sets, each partition from one: one
+    physical GPU, as cluster.accelerators groups it (not one per counter set)."""
+    state = load([device_class()])
+
+    def consumes(cset: str, counter: str, value: str) -> dict[str, Any]:
+        return {"counterSet": cset, "counters": {counter: {"value": value}}}
+
+    counters = [
+        {"name": "memory", "counters": {"slices": {"value": "2"}}},
+        {"name": "engines", "counters": {"copy": {"value": "2"}}},
+    ]
+    devices = [
+        {"name": "part-engines", "consumesCounters": [consumes("engines", "copy", "1")]},
+        {
+            "name": "whole",
+            "consumesCounters": [
+                consumes("engines", "copy", "2"),
+                consumes("memory", "slices", "2"),
+            ],
+        },
+        {"name": "part-memory", "consumesCounters": [consumes("memory", "slices", "1")]},
+    ]
+    views = []
+    for i, body in enumerate([{"sharedCounters": counters}, {"devices": devices}]):
+        spec = {
+            "driver": DRIVER,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "resourceSliceCount": 2},
+            **body,
+        }
+        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "spec": spec}
+        rs = decode({**doc, "metadata": {"name": f"s{i}"}})
+        assert isinstance(rs, ResourceSlice)
+        views.extend(device_views(rs))
+    assert physical_counts(state.device_classes, views) == {DRIVER: 1}
+
+
 def test_claim_counts_turn_requests_into_whole_devices() -> None:
     spec = {
         "devices": {

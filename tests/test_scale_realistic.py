@@ -260,3 +260,32 @@ def test_node_shape_is_the_instance_type_else_the_inventory() -> None:
     assert untyped["gpu-a100-a"].matches(untyped["gpu-a100-b"])
     assert not untyped["gpu-a100-a"].matches(untyped["gpu-l4-a"])
     assert dict(shape["gpu-a100-a"].inventory)["mig.nvidia.com"] == 2  # parents, not slices
+
+
+# --- limits -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--max-cost-per-hour=nan",
+        "--max-cost-per-hour=inf",
+        "--max-cost-per-hour=-5",
+        "--max-nodes-total=-1",
+        "--max-devices-total=-1",
+    ],
+)
+def test_a_limit_that_is_not_a_number_of_nodes_or_dollars_is_a_usage_error(
+    run_cli: Any, flag: str
+) -> None:
+    flags = [x for f in FILES for x in ("-f", f)]
+    result = run_cli("scale", *flags, flag)
+    assert result.code == 2, result.err
+    assert flag.split("=")[0] in result.err and "internal error" not in result.err
+
+
+def test_a_finite_cost_cap_still_limits_the_plan(run_cli: Any) -> None:
+    flags = [x for f in FILES for x in ("-f", f)]
+    result = run_cli("scale", *flags, "--max-cost-per-hour=100", "-o", "json")
+    assert result.code == 0, result.err
+    assert result.json()["summary"]["nodesAdded"] == 1

@@ -9,6 +9,9 @@ from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.resource_v1 import ResourceSliceSpec
 
 NODE_NAME_PLACEHOLDER = "$NODE_NAME"
+# A node's own price in dollars per hour, for nodes no NodePool prices (e.g. set by a cost
+# exporter). Defined here, below `cluster`, so Node validation can check it.
+PRICE_LABEL = "draplan.io/price-per-hour"
 
 
 class TopologyPlacement(KubeStruct, frozen=True):

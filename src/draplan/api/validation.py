@@ -6,6 +6,7 @@ and the object.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -450,18 +451,31 @@ def validate_pod(pod: core_v1.Pod) -> None:
         )
 
 
+def check_price(text: str, path: str) -> None:
+    """A price per hour: a finite, non-negative decimal (NaN would poison every cost sum)."""
+    try:
+        price = float(text)
+    except ValueError:
+        raise fail(path, f"invalid number {text!r}") from None
+    if not math.isfinite(price):
+        raise fail(path, f"invalid number {text!r}")
+    if price < 0:
+        raise fail(path, "must not be negative")
+
+
+def validate_node(node: core_v1.Node) -> None:
+    text = node.metadata.labels.get(draplan_v1alpha1.PRICE_LABEL)
+    if text is not None:
+        check_price(text, f"metadata.labels[{draplan_v1alpha1.PRICE_LABEL}]")
+
+
 def validate_node_pool(pool: draplan_v1alpha1.NodePool) -> None:
     spec = pool.spec
     if spec.min_nodes < 0:
         raise fail("spec.minNodes", "must be greater than or equal to 0")
     if spec.max_nodes < spec.min_nodes:
         raise fail("spec.maxNodes", "must be greater than or equal to minNodes")
-    try:
-        price = float(spec.price_per_hour)
-    except ValueError:
-        raise fail("spec.pricePerHour", f"invalid number {spec.price_per_hour!r}") from None
-    if price < 0:
-        raise fail("spec.pricePerHour", "must not be negative")
+    check_price(spec.price_per_hour, "spec.pricePerHour")
     if bool(spec.from_node) == (spec.template is not None):
         raise fail("spec", "exactly one of template or fromNode is required")
     for i, topo in enumerate(spec.topology):
@@ -497,6 +511,7 @@ _VALIDATORS: dict[type, object] = {
     resource_v1.DeviceClass: validate_device_class,
     resource_v1.ResourceClaim: validate_resource_claim,
     core_v1.Pod: validate_pod,
+    core_v1.Node: validate_node,
     draplan_v1alpha1.NodePool: validate_node_pool,
     resource_v1.DeviceTaintRule: validate_device_taint_rule,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,

@@ -24,6 +24,7 @@ from draplan.api.scheduling import (
 )
 from draplan.autoscaler.templates import make_node
 from draplan.cel import CelError, compile_selector
+from draplan.cluster.accelerators import physical_ids
 from draplan.cluster.devices import DeviceView, device_views
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
@@ -52,17 +53,12 @@ def _matches(dc: DeviceClass, view: DeviceView) -> bool:
 
 def physical_counts(classes: dict[str, DeviceClass], views: list[DeviceView]) -> Counter[str]:
     """Devices per class as a device plugin would count them: a partitionable GPU (its counter
-    set) counts once however many partitions it could be cut into."""
+    sets, `accelerators.physical_ids`) counts once however many partitions it could be cut
+    into."""
     counts: Counter[str] = Counter()
+    ids = physical_ids(views)
     for name, dc in sorted(classes.items()):
-        physical: set[object] = set()
-        for view in views:
-            if not _matches(dc, view):
-                continue
-            if view.consumes:
-                physical.add((view.pool_id, view.consumes[0][0][0]))
-            else:
-                physical.add(view.id)
+        physical = {ids[v] for v in views if _matches(dc, v)}
         if physical:
             counts[name] = len(physical)
     return counts

@@ -58,7 +58,7 @@ def most_stranded(scope: dict[str, Any], top: int = 0) -> list[tuple[str, dict[s
 @filename_option()
 @click.option(
     "--top",
-    type=int,
+    type=click.IntRange(min=0),
     default=10,
     show_default=True,
     help="Table: how many resource pools and nodes to list, most stranded first (0: all).",

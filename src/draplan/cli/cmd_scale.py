@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -102,6 +103,13 @@ def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> l
     return out
 
 
+def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    # click's float takes "nan" and "inf", which no budget arithmetic survives.
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value!r} is not a finite non-negative number")
+    return value
+
+
 @click.command("scale")
 @filename_option()
 @click.option("--legacy", is_flag=True, help="Plan with device-plugin counts (today's failure).")
@@ -112,9 +120,16 @@ def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> l
     show_default=True,
     help=f"Comma-separated chain of {', '.join(EXPANDERS)}.",
 )
-@click.option("--max-nodes-total", type=int, help="Cluster-wide node limit.")
-@click.option("--max-devices-total", type=int, help="Cluster-wide DRA device limit.")
-@click.option("--max-cost-per-hour", type=float, help="Cap on the cost the plan adds.")
+@click.option("--max-nodes-total", type=click.IntRange(min=0), help="Cluster-wide node limit.")
+@click.option(
+    "--max-devices-total", type=click.IntRange(min=0), help="Cluster-wide DRA device limit."
+)
+@click.option(
+    "--max-cost-per-hour",
+    type=float,
+    callback=_price_cap,
+    help="Cap on the cost the plan adds.",
+)
 @click.option(
     "--moves/--no-moves",
     default=True,

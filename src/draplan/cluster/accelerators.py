@@ -14,7 +14,7 @@ gpu.intel.com, tpu.google.com, ...); NICs and other devices of a node are not GP
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Node
@@ -49,28 +49,38 @@ def pool_accelerators(pool: Pool) -> tuple[Accelerator, ...]:
     return _group(pool) if is_accelerator(pool.id[0]) else ()
 
 
-def _group(pool: Pool) -> tuple[Accelerator, ...]:
-    if not pool.counters and not any(v.consumes for v in pool.devices):
-        return tuple(Accelerator(pool.id, (v,), (), (), v.node_name) for v in pool.devices)
-    # Union-find over counter sets: a device joins the group of every set it consumes from.
-    parent: dict[str, str] = {}
+def physical_ids(views: Iterable[DeviceView]) -> dict[DeviceView, Hashable]:
+    """Each device's physical device: the union of the counter sets it consumes from (within
+    its pool), or the device itself if it consumes none; equal ids are one physical device."""
+    views = list(views)
+    parent: dict[tuple[PoolID, str], tuple[PoolID, str]] = {}
 
-    def root(cset: str) -> str:
+    def root(cset: tuple[PoolID, str]) -> tuple[PoolID, str]:
         while parent[cset] != cset:
             parent[cset] = parent[parent[cset]]
             cset = parent[cset]
         return cset
 
-    for view in pool.devices:
-        sets = sorted({ckey[0] for ckey, _ in view.consumes})
+    # Union-find over counter sets: a device joins the group of every set it consumes from.
+    for view in views:
+        sets = sorted({(view.pool_id, ckey[0]) for ckey, _ in view.consumes})
         for cset in sets:
             parent.setdefault(cset, cset)
         for cset in sets[1:]:
             parent[root(cset)] = root(sets[0])
-    groups: dict[object, list[DeviceView]] = {}
+    return {
+        view: root((view.pool_id, view.consumes[0][0][0])) if view.consumes else view.id
+        for view in views
+    }
+
+
+def _group(pool: Pool) -> tuple[Accelerator, ...]:
+    if not pool.counters and not any(v.consumes for v in pool.devices):
+        return tuple(Accelerator(pool.id, (v,), (), (), v.node_name) for v in pool.devices)
+    ids = physical_ids(pool.devices)
+    groups: dict[Hashable, list[DeviceView]] = {}
     for view in pool.devices:
-        key: object = root(view.consumes[0][0][0]) if view.consumes else view.id
-        groups.setdefault(key, []).append(view)
+        groups.setdefault(ids[view], []).append(view)
     out = []
     for members in groups.values():
         own = {ckey[0] for v in members for ckey, _ in v.consumes}

@@ -10,12 +10,11 @@ still group their nodes as their autoscaler does.
 from __future__ import annotations
 
 from draplan.api.core_v1 import Node
+from draplan.api.draplan_v1alpha1 import PRICE_LABEL as PRICE_LABEL  # read beside the rule
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.cluster.state import ClusterState
 
 POOL_LABEL = "draplan.io/node-pool"
-# A node's own price, for nodes no NodePool prices (e.g. set by a cost exporter).
-PRICE_LABEL = "draplan.io/price-per-hour"
 # Node-group labels of Karpenter, EKS managed node groups and GKE node pools; the instance
 # type last, since it groups nodes of one shape when nothing better names the group.
 PROVIDER_POOL_LABELS = (
@@ -57,7 +56,5 @@ def price_per_hour(state: ClusterState, node: Node) -> float | None:
     if pool is not None:
         return float(pool.spec.price_per_hour)
     text = node.metadata.labels.get(PRICE_LABEL, "")
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
+    # Node validation rejected a label that is not a price.
+    return float(text) if text else None

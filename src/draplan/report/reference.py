@@ -254,7 +254,8 @@ def _pools_and_prices() -> list[str]:
         "",
         "A node's price per hour is its NodePool's `pricePerHour` (a decimal string, dollars); "
         f"a node no NodePool prices may carry its own in the `{PRICE_LABEL}` label (e.g. set "
-        "by a cost exporter). A simulation's cost is each node's price times the hours it "
+        "by a cost exporter), a finite non-negative number (anything else is an input error). "
+        "A simulation's cost is each node's price times the hours it "
         "existed; nodes without a price cost 0.",
         "",
         "## Trace data",

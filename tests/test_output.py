@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,19 @@ def test_kubectl_plugin_completion(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.splitlines() == ["--profile", ":4"]
     kubectl_complete(["schedule", "-f", ""])
     assert capsys.readouterr().out.splitlines()[-1] == ":0"  # files: the shell completes
+
+
+def test_selector_filters_what_is_shown_not_the_queue(run_cli: Any, tmp_path: Path) -> None:
+    # A pod's verdict must not depend on -l: pending pods not shown still queue ahead of it.
+    run_cli("demo", "--export", str(tmp_path))
+    cluster = str(tmp_path / "cluster.yaml")
+    trains = {"ml/train-1", "ml/train-2", "ml/train-3", "ml/train-4"}  # app=train
+    for command in ("why", "schedule"):
+        every = json.loads(run_cli(command, "-f", cluster, "-o", "json").out)["pods"]
+        shown = json.loads(run_cli(command, "-f", cluster, "-l", "app=train", "-o", "json").out)
+        assert {_pod(p) for p in shown["pods"]} == trains
+        assert shown["pods"] == [p for p in every if _pod(p) in trains]
+
+
+def _pod(doc: dict[str, Any]) -> str:
+    return str(doc.get("pod") or f"{doc['namespace']}/{doc['name']}")

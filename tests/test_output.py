@@ -178,3 +178,19 @@ def test_selector_filters_what_is_shown_not_the_queue(run_cli: Any, tmp_path: Pa
 
 def _pod(doc: dict[str, Any]) -> str:
     return str(doc.get("pod") or f"{doc['namespace']}/{doc['name']}")
+
+
+def test_output_formats_complete(capsys: pytest.CaptureFixture[str]) -> None:
+    kubectl_complete(["why", "-o", ""])
+    assert capsys.readouterr().out.splitlines() == [
+        "table",
+        "wide",
+        "json",
+        "yaml",
+        "name",
+        "jsonpath=",
+        "custom-columns=",
+        ":4",
+    ]
+    kubectl_complete(["why", "-o", "j"])
+    assert capsys.readouterr().out.splitlines() == ["json", "jsonpath=", ":4"]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from draplan.api.codec import yaml_text
 from draplan.api.errors import BadInput
@@ -34,6 +35,12 @@ class OutputFormat(click.ParamType):  # type: ignore[type-arg]
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(FORMATS) + "|jsonpath=TEMPLATE|custom-columns=SPEC]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        names = [*FORMATS, *(f"{kind}=" for kind in TEMPLATE_FORMATS)]
+        return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)

@@ -143,12 +143,19 @@ def test_report_states_inputs_version_date_and_explains(monkeypatch: pytest.Monk
     assert "2025-12-01" in markdown_summary(sim.name, results, info)
 
 
-def test_bad_date_is_bad_input(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_date_is_bad_input(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(Exception, match="SOURCE_DATE_EPOCH"):
         report_date()
+    # Reported before any work: nothing simulated, nothing printed.
     res = run_cli("demo", "--date", "2026-13-40", "--report", "/nonexistent/x.html")
-    assert res.code == 2
+    assert res.code == 2 and "--date" in res.err and res.out == ""
+    run_cli("demo", "--export", str(tmp_path))
+    files = [f"-f{tmp_path / n}" for n in ("cluster.yaml", "pools.yaml", "scenario.yaml")]
+    res = run_cli("simulate", *files, "--date", "2026-13-40")
+    assert res.code == 2 and "--date" in res.err and res.out == ""
 
 
 def test_charts_are_deterministic_and_hours_based() -> None:

@@ -128,6 +128,7 @@ def simulate_cmd(
     output: str,
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
+    info = ReportInfo.make(filenames, date)  # a bad date is reported before the runs
     sim = load_input(filenames, seed)
     horizon = horizon_of(sim)
     if horizon is None:  # the runs end when the work is done: a guess for the bar
@@ -135,7 +136,7 @@ def simulate_cmd(
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
     check_started(sim, results)
-    write_reports(sim.name, results, html, markdown, ReportInfo.make(filenames, date))
+    write_reports(sim.name, results, html, markdown, info)
     emit_results(sim.name, results, output)
 
 

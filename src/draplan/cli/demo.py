@@ -79,6 +79,7 @@ def export(directory: str) -> list[Path]:
 
 
 def run_demo(report: str = REPORT, date: str | None = None) -> None:
+    info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
     objects = [o for o in demo_objects()] + [demo_scenario()]
     sim = build_input([(o, "<demo>") for o in objects])
     click.echo(
@@ -94,6 +95,5 @@ def run_demo(report: str = REPORT, date: str | None = None) -> None:
     check_started(sim, results)
     emit_results(sim.name, results, "table")
     summary = str(Path(report).with_suffix(".md"))
-    info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
     write_reports(sim.name, results, report, summary, info)
     click.echo(f"\nwrote {report} and {summary}")

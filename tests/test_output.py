@@ -18,7 +18,11 @@ EXAMPLE = example_path()
 DOC = {
     "kind": "List",
     "items": [
-        {"kind": "Pod", "metadata": {"name": "a", "labels": {"app": "x"}}, "n": 1000000},
+        {
+            "kind": "Pod",
+            "metadata": {"name": "a", "labels": {"app": "x"}, "annotations": {"k8s.io/os": "l"}},
+            "n": 1000000,
+        },
         {"kind": "Pod", "metadata": {"name": "b"}, "n": 2.5, "ok": True},
     ],
 }
@@ -39,6 +43,9 @@ DOC = {
         ("{.items[0].metadata['name']}", "a"),
         ('{range .items[*]}{.metadata.name}{"\\t"}{.kind}{"\\n"}{end}', "a\tPod\nb\tPod\n"),
         ("names: {.items[*].metadata.name}!", "names: a b!"),
+        # kubectl's escaped dot: a key holding dots is one field
+        ("{.items[0].metadata.annotations.k8s\\.io/os}", "l"),
+        ("{.items[0].metadata.annotations['k8s\\.io/os']}", "l"),
     ],
 )
 def test_jsonpath_as_kubectl(template: str, expected: str) -> None:

@@ -201,3 +201,15 @@ def test_output_formats_complete(capsys: pytest.CaptureFixture[str]) -> None:
     ]
     kubectl_complete(["why", "-o", "j"])
     assert capsys.readouterr().out.splitlines() == ["json", "jsonpath=", ":4"]
+
+
+def test_manifests_are_a_list_even_when_one(run_cli: Any, tmp_path: Path) -> None:
+    # `kubectl get pods` gives a List whatever the count, so `{.items…}` templates hold.
+    solo = tmp_path / "solo.yaml"
+    solo.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: solo, namespace: solo}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+    )
+    args = ["schedule", "-f", EXAMPLE, "-f", str(solo), "-n", "solo"]
+    res = run_cli(*args, "-o", "jsonpath={.kind} {.items[*].metadata.name}")
+    assert (res.code, res.out) == (0, "List solo")

@@ -147,7 +147,7 @@ def allocate_cmd(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(doc["claims"] or [doc])
+        emit_yaml(doc["claims"] or [doc], listed=False)  # as `kubectl get` one claim
     else:
         _allocation_table(doc, node_name)
     if check and outcome.ok and doc["check"]["problems"]:

@@ -205,3 +205,10 @@ def test_sweep_says_when_seeds_do_not_apply(run_cli: Any, tmp_path: Path) -> Non
     assert res.code == 0, res.err
     assert "seeds do not apply" in res.err
     assert [r["seed"] for r in res.json()["runs"]] == [1]
+
+
+def test_a_one_policy_report_defines_stranded() -> None:
+    # The stranded chart's caption points to a note above it, whatever the policies.
+    sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=4, seed=2), "")])
+    page = html_report(sim.name, compare(sim, ["dra"]), ReportInfo(("a",), "2026-01-01"))
+    assert "Stranded GPUs:" in page and "Why can stranded % be higher" not in page

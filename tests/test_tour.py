@@ -3,6 +3,7 @@ scenario that can never start, openb prices, the report's date and determinism, 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -15,7 +16,7 @@ from draplan.api.draplan_v1alpha1 import NodePool, OpenbReplay, SyntheticWorkloa
 from draplan.report import ReportInfo, html_report, markdown_summary
 from draplan.report.charts import heat_map, line_chart
 from draplan.report.info import report_date
-from draplan.sim.compare import compare
+from draplan.sim.compare import compare, to_dict
 from draplan.sim.demo import demo_objects, demo_scenario
 from draplan.sim.prices import load_prices
 from draplan.sim.replay import load_replay
@@ -212,3 +213,15 @@ def test_a_one_policy_report_defines_stranded() -> None:
     sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=4, seed=2), "")])
     page = html_report(sim.name, compare(sim, ["dra"]), ReportInfo(("a",), "2026-01-01"))
     assert "Stranded GPUs:" in page and "Why can stranded % be higher" not in page
+
+
+def test_an_unwritable_path_is_bad_input(run_cli: Any, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_cli("demo", "--export", str(blocker / "dir"))
+    assert res.code == 2 and res.err.startswith("error: ") and "--export" in res.err
+    sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=2, seed=1), "")])
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"results": [to_dict(r) for r in compare(sim, ["dra"])]}))
+    res = run_cli("report", "--input", str(results), "--html", str(blocker / "r.html"))
+    assert res.code == 2 and res.err.startswith("error: ") and "r.html" in res.err

@@ -71,9 +71,16 @@ def write_reports(
     info: ReportInfo,
 ) -> None:
     if html:
-        Path(html).write_text(html_report(name, results, info), encoding="utf-8")
+        _write(html, html_report(name, results, info))
     if markdown:
-        Path(markdown).write_text(markdown_summary(name, results, info), encoding="utf-8")
+        _write(markdown, markdown_summary(name, results, info))
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise BadInput(f"cannot write the report: {err}", source=path) from None
 
 
 def date_option(func: Any) -> Any:

@@ -335,10 +335,10 @@ def results(template: str, data: Any) -> list[list[Any]]:
 
 def execute(template: str, data: Any) -> str:
     """The template applied to `data`, as `kubectl -o jsonpath=` prints it."""
-    return "".join(_render(parse(template), data, data))
+    return "".join(_render(parse(template), data))
 
 
-def _render(nodes: tuple[Any, ...], data: Any, root: Any) -> Iterator[str]:
+def _render(nodes: tuple[Any, ...], data: Any) -> Iterator[str]:
     for node in nodes:
         if isinstance(node, _Text):
             yield node.text
@@ -346,4 +346,4 @@ def _render(nodes: tuple[Any, ...], data: Any, root: Any) -> Iterator[str]:
             yield " ".join(go_text(v) for v in _walk([data], node.steps))
         else:
             for item in _walk([data], node.steps):
-                yield from _render(node.body, item, root)
+                yield from _render(node.body, item)

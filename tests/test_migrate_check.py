@@ -193,3 +193,11 @@ def test_four_gpus_do_not_fit_where_two_are_free(tmp_path: Path) -> None:
     empty = tmp_path / "idle.yaml"
     empty.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": idle}))
     assert _realistic(tmp_path, _deployment(1, 4), empty).after == "fits gpu-h100-a"
+
+
+def test_check_reads_the_feature_gates(run_cli: Any, tmp_path: Path) -> None:
+    # The check runs the scheduler, so it models the release and gates asked for.
+    _check(run_cli, tmp_path, [NODE, CLASS, SLICE])
+    files = ["-f", str(tmp_path / "pod.yaml"), "-f", str(tmp_path / "cluster.yaml")]
+    res = run_cli("migrate", *files, "--check", "--feature-gates", "NoSuchGate=true")
+    assert res.code == 2 and "NoSuchGate" in res.err

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,11 @@ EXAMPLE = example_path()
 DOC = {
     "kind": "List",
     "items": [
-        {"kind": "Pod", "metadata": {"name": "a", "labels": {"app": "x"}}, "n": 1000000},
+        {
+            "kind": "Pod",
+            "metadata": {"name": "a", "labels": {"app": "x"}, "annotations": {"k8s.io/os": "l"}},
+            "n": 1000000,
+        },
         {"kind": "Pod", "metadata": {"name": "b"}, "n": 2.5, "ok": True},
     ],
 }
@@ -38,6 +43,9 @@ DOC = {
         ("{.items[0].metadata['name']}", "a"),
         ('{range .items[*]}{.metadata.name}{"\\t"}{.kind}{"\\n"}{end}', "a\tPod\nb\tPod\n"),
         ("names: {.items[*].metadata.name}!", "names: a b!"),
+        # kubectl's escaped dot: a key holding dots is one field
+        ("{.items[0].metadata.annotations.k8s\\.io/os}", "l"),
+        ("{.items[0].metadata.annotations['k8s\\.io/os']}", "l"),
     ],
 )
 def test_jsonpath_as_kubectl(template: str, expected: str) -> None:
@@ -161,3 +169,47 @@ def test_kubectl_plugin_completion(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.splitlines() == ["--profile", ":4"]
     kubectl_complete(["schedule", "-f", ""])
     assert capsys.readouterr().out.splitlines()[-1] == ":0"  # files: the shell completes
+
+
+def test_selector_filters_what_is_shown_not_the_queue(run_cli: Any, tmp_path: Path) -> None:
+    # A pod's verdict must not depend on -l: pending pods not shown still queue ahead of it.
+    run_cli("demo", "--export", str(tmp_path))
+    cluster = str(tmp_path / "cluster.yaml")
+    trains = {"ml/train-1", "ml/train-2", "ml/train-3", "ml/train-4"}  # app=train
+    for command in ("why", "schedule"):
+        every = json.loads(run_cli(command, "-f", cluster, "-o", "json").out)["pods"]
+        shown = json.loads(run_cli(command, "-f", cluster, "-l", "app=train", "-o", "json").out)
+        assert {_pod(p) for p in shown["pods"]} == trains
+        assert shown["pods"] == [p for p in every if _pod(p) in trains]
+
+
+def _pod(doc: dict[str, Any]) -> str:
+    return str(doc.get("pod") or f"{doc['namespace']}/{doc['name']}")
+
+
+def test_output_formats_complete(capsys: pytest.CaptureFixture[str]) -> None:
+    kubectl_complete(["why", "-o", ""])
+    assert capsys.readouterr().out.splitlines() == [
+        "table",
+        "wide",
+        "json",
+        "yaml",
+        "name",
+        "jsonpath=",
+        "custom-columns=",
+        ":4",
+    ]
+    kubectl_complete(["why", "-o", "j"])
+    assert capsys.readouterr().out.splitlines() == ["json", "jsonpath=", ":4"]
+
+
+def test_manifests_are_a_list_even_when_one(run_cli: Any, tmp_path: Path) -> None:
+    # `kubectl get pods` gives a List whatever the count, so `{.items…}` templates hold.
+    solo = tmp_path / "solo.yaml"
+    solo.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: solo, namespace: solo}\n"
+        "spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+    )
+    args = ["schedule", "-f", EXAMPLE, "-f", str(solo), "-n", "solo"]
+    res = run_cli(*args, "-o", "jsonpath={.kind} {.items[*].metadata.name}")
+    assert (res.code, res.out) == (0, "List solo")

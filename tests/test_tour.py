@@ -3,6 +3,7 @@ scenario that can never start, openb prices, the report's date and determinism, 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -15,7 +16,7 @@ from draplan.api.draplan_v1alpha1 import NodePool, OpenbReplay, SyntheticWorkloa
 from draplan.report import ReportInfo, html_report, markdown_summary
 from draplan.report.charts import heat_map, line_chart
 from draplan.report.info import report_date
-from draplan.sim.compare import compare
+from draplan.sim.compare import compare, to_dict
 from draplan.sim.demo import demo_objects, demo_scenario
 from draplan.sim.prices import load_prices
 from draplan.sim.replay import load_replay
@@ -143,12 +144,19 @@ def test_report_states_inputs_version_date_and_explains(monkeypatch: pytest.Monk
     assert "2025-12-01" in markdown_summary(sim.name, results, info)
 
 
-def test_bad_date_is_bad_input(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_date_is_bad_input(
+    run_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(Exception, match="SOURCE_DATE_EPOCH"):
         report_date()
+    # Reported before any work: nothing simulated, nothing printed.
     res = run_cli("demo", "--date", "2026-13-40", "--report", "/nonexistent/x.html")
-    assert res.code == 2
+    assert res.code == 2 and "--date" in res.err and res.out == ""
+    run_cli("demo", "--export", str(tmp_path))
+    files = [f"-f{tmp_path / n}" for n in ("cluster.yaml", "pools.yaml", "scenario.yaml")]
+    res = run_cli("simulate", *files, "--date", "2026-13-40")
+    assert res.code == 2 and "--date" in res.err and res.out == ""
 
 
 def test_charts_are_deterministic_and_hours_based() -> None:
@@ -198,3 +206,22 @@ def test_sweep_says_when_seeds_do_not_apply(run_cli: Any, tmp_path: Path) -> Non
     assert res.code == 0, res.err
     assert "seeds do not apply" in res.err
     assert [r["seed"] for r in res.json()["runs"]] == [1]
+
+
+def test_a_one_policy_report_defines_stranded() -> None:
+    # The stranded chart's caption points to a note above it, whatever the policies.
+    sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=4, seed=2), "")])
+    page = html_report(sim.name, compare(sim, ["dra"]), ReportInfo(("a",), "2026-01-01"))
+    assert "Stranded GPUs:" in page and "Why can stranded % be higher" not in page
+
+
+def test_an_unwritable_path_is_bad_input(run_cli: Any, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_cli("demo", "--export", str(blocker / "dir"))
+    assert res.code == 2 and res.err.startswith("error: ") and "--export" in res.err
+    sim = build_input([(o, "") for o in demo_objects()] + [(demo_scenario(jobs=2, seed=1), "")])
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"results": [to_dict(r) for r in compare(sim, ["dra"])]}))
+    res = run_cli("report", "--input", str(results), "--html", str(blocker / "r.html"))
+    assert res.code == 2 and res.err.startswith("error: ") and "r.html" in res.err

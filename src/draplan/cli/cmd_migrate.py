@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 import click
 from rich.console import Console
@@ -70,7 +71,7 @@ def migrate(
         mapping_file=mapping_file,
         topology=topology,
         cluster=cluster,
-        check=scheduler_check if check else None,
+        check=partial(scheduler_check, features=settings.features()) if check else None,
     )
     if output == "yaml":
         sys.stdout.write(manifests(result))

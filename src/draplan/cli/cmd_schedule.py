@@ -12,7 +12,7 @@ from draplan.api.core_v1 import Binding, ObjectReference, Pod
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
-from draplan.cli.common import filename_option, load_state, output_option, shown_namespace
+from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import PodResult, Scheduler, build_profile, gated_pods
@@ -127,13 +127,10 @@ def schedule(
 ) -> None:
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
     profile = build_profile(load_profile(profile_path))
-    state = load_state(filenames)
-    gated = gated_pods(state)
-    results = Scheduler(profile).run(state)
-    namespace = shown_namespace()
-    if namespace is not None:
-        results = [r for r in results if r.key[0] == namespace]
-        gated = [p for p in gated if p.metadata.namespace == namespace]
+    state = load_state(filenames, select=False)
+    shown = shown_pods(state)
+    gated = [p for p in gated_pods(state) if shown(key_of(p))]
+    results = [r for r in Scheduler(profile).run(state) if shown(r.key)]
     scheduled = sum(1 for r in results if r.node)
     doc: dict[str, Any] = {
         "pods": [result_doc(r) for r in results] + [gated_doc(p) for p in gated],

@@ -71,9 +71,16 @@ def write_reports(
     info: ReportInfo,
 ) -> None:
     if html:
-        Path(html).write_text(html_report(name, results, info), encoding="utf-8")
+        _write(html, html_report(name, results, info))
     if markdown:
-        Path(markdown).write_text(markdown_summary(name, results, info), encoding="utf-8")
+        _write(markdown, markdown_summary(name, results, info))
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise BadInput(f"cannot write the report: {err}", source=path) from None
 
 
 def date_option(func: Any) -> Any:
@@ -128,6 +135,7 @@ def simulate_cmd(
     output: str,
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
+    info = ReportInfo.make(filenames, date)  # a bad date is reported before the runs
     sim = load_input(filenames, seed)
     horizon = horizon_of(sim)
     if horizon is None:  # the runs end when the work is done: a guess for the bar
@@ -135,7 +143,7 @@ def simulate_cmd(
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
     check_started(sim, results)
-    write_reports(sim.name, results, html, markdown, ReportInfo.make(filenames, date))
+    write_reports(sim.name, results, html, markdown, info)
     emit_results(sim.name, results, output)
 
 

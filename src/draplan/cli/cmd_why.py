@@ -9,7 +9,7 @@ import click
 
 from draplan.audit import CATEGORIES, why
 from draplan.cli.cmd_schedule import load_profile
-from draplan.cli.common import filename_option, load_state, output_option, shown_namespace
+from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_document, emit_table
 from draplan.scheduler import build_profile
 
@@ -20,11 +20,9 @@ from draplan.scheduler import build_profile
 @output_option
 def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -> None:
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
-    state = load_state(filenames)
-    diagnoses = why(state, build_profile(load_profile(profile_path)))
-    namespace = shown_namespace()
-    if namespace is not None:
-        diagnoses = [d for d in diagnoses if d.pod[0] == namespace]
+    state = load_state(filenames, select=False)
+    shown = shown_pods(state)
+    diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
     summary = Counter(d.category for d in diagnoses)
     doc: dict[str, Any] = {
         "pods": [d.to_dict() for d in diagnoses],

@@ -59,11 +59,21 @@ class InputSettings:
         return LiveOptions(kubeconfig=self.kubeconfig, context=self.context, namespace=namespace)
 
 
-def shown_namespace() -> str | None:
-    """The namespace whose pods a command shows (`-n` without `-A`); None shows all. Only
-    output is filtered: pods of other namespaces still hold capacity and queue ahead."""
+def shown_pods(state: ClusterState) -> Callable[[tuple[str, str]], bool]:
+    """Whether a command shows the pod (namespace, name): `-n` without `-A`, and `-l`. Only
+    output is filtered: pods not shown still hold capacity and queue ahead, so a pod's verdict
+    is the same whatever is shown."""
     settings = input_settings()
-    return None if settings.all_namespaces else settings.namespace
+    namespace = None if settings.all_namespaces else settings.namespace
+    selects = parse_selector(settings.selector) if settings.selector else None
+
+    def shown(key: tuple[str, str]) -> bool:
+        if namespace is not None and key[0] != namespace:
+            return False
+        pod = state.pods.get(key)
+        return selects is None or (pod is not None and selects(pod.metadata.labels))
+
+    return shown
 
 
 def input_settings() -> InputSettings:
@@ -114,7 +124,8 @@ def _live_options() -> list[Callable[[F], F]]:
             metavar="SELECTOR",
             default="",
             help="Only the pending pods with these labels (kubectl's syntax: k=v, k!=v, "
-            "k in (a,b), k notin (a), k, !k); running pods still hold their devices.",
+            "k in (a,b), k notin (a), k, !k): why and schedule show only them (the others "
+            "still queue ahead); other commands read only them. Running pods always count.",
             **common,
         ),
         click.option(
@@ -183,7 +194,7 @@ def output_option(func: F) -> F:
 
 
 def load_input(
-    filenames: tuple[str, ...], *, live: LiveOptions | None = None
+    filenames: tuple[str, ...], *, live: LiveOptions | None = None, select: bool = True
 ) -> list[tuple[KubeStruct, str]]:
     """Objects from the files, then from the cluster when one is asked for (or when a command
     that needs input got no file)."""
@@ -195,7 +206,7 @@ def load_input(
         from draplan.sources.live import read_cluster
 
         objects.extend(read_cluster(live).objects)
-    if settings.selector:
+    if select and settings.selector:
         selects = parse_selector(settings.selector)
         objects = [
             (o, src)
@@ -205,7 +216,10 @@ def load_input(
     return objects
 
 
-def load_state(filenames: tuple[str, ...], *, live: LiveOptions | None = None) -> ClusterState:
-    """The cluster snapshot described by the input files and/or the live cluster."""
+def load_state(
+    filenames: tuple[str, ...], *, live: LiveOptions | None = None, select: bool = True
+) -> ClusterState:
+    """The cluster snapshot described by the input files and/or the live cluster; `select`
+    False keeps the pending pods `-l` does not select (a command filtering by `shown_pods`)."""
     features = input_settings().features()  # a bad flag is reported before any reading
-    return ClusterState.from_objects(load_input(filenames, live=live), features)
+    return ClusterState.from_objects(load_input(filenames, live=live, select=select), features)

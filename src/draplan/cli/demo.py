@@ -12,6 +12,7 @@ import click
 
 from draplan.api.codec import encode, yaml_text
 from draplan.api.draplan_v1alpha1 import NodePool, Scenario
+from draplan.api.errors import BadInput
 from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
 from draplan.report import ReportInfo
 from draplan.report.reference import all_fields
@@ -58,7 +59,6 @@ def _spelled_out(scenario: Scenario) -> dict[str, Any]:
 def export(directory: str) -> list[Path]:
     """Write the tour's inputs into `directory` (created if needed); the paths written."""
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     pools = [encode(o) for o in demo_objects() if isinstance(o, NodePool)]
     texts = {
         "cluster.yaml": Path(example_path()).read_text(encoding="utf-8")
@@ -70,15 +70,20 @@ def export(directory: str) -> list[Path]:
         "claim.yaml": yaml_text([demo_claim()]),
     }
     written = []
-    for name, text in texts.items():
-        path = out / name
-        header = "" if text.startswith("#") else f"# draplan demo --export: {EXPORTS[name]}\n"
-        path.write_text(header + text, encoding="utf-8")
-        written.append(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            path = out / name
+            header = "" if text.startswith("#") else f"# draplan demo --export: {EXPORTS[name]}\n"
+            path.write_text(header + text, encoding="utf-8")
+            written.append(path)
+    except OSError as err:
+        raise BadInput(f"cannot write the tour's files: {err}", path="--export") from None
     return written
 
 
 def run_demo(report: str = REPORT, date: str | None = None) -> None:
+    info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
     objects = [o for o in demo_objects()] + [demo_scenario()]
     sim = build_input([(o, "<demo>") for o in objects])
     click.echo(
@@ -94,6 +99,5 @@ def run_demo(report: str = REPORT, date: str | None = None) -> None:
     check_started(sim, results)
     emit_results(sim.name, results, "table")
     summary = str(Path(report).with_suffix(".md"))
-    info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
     write_reports(sim.name, results, report, summary, info)
     click.echo(f"\nwrote {report} and {summary}")

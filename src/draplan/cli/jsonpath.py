@@ -2,12 +2,13 @@
 `-o custom-columns=`.
 
 The subset kubectl documents (kubernetes.io/docs/reference/kubectl/jsonpath): text outside braces
-printed as is; `{"\\n"}` string literals; `$` / `@`, `.field`, `['field']`, `..field`
-(recursive descent), `.*` / `[*]`, `[n]` (negative from the end), `[a:b]` / `[a:b:step]`, unions
-`[a,b]`, filters `[?(@.x == "v")]` (`==`, `!=`, `<`, `<=`, `>`, `>=`, or existence), and
-`{range …}…{end}`. Results print as client-go prints them: several results of one expression
-joined by a space, maps and lists as compact JSON with sorted keys, numbers as Go's `%v` of a
-float64 (`1e+06`), a missing field an error, as kubectl's `allowMissingKeys` is false.
+printed as is; `{"\\n"}` string literals; `$` / `@`, `.field` (`\\.` a dot in its name),
+`['field']`, `..field` (recursive descent), `.*` / `[*]`, `[n]` (negative from the end), `[a:b]`
+/ `[a:b:step]`, unions `[a,b]`, filters `[?(@.x == "v")]` (`==`, `!=`, `<`, `<=`, `>`, `>=`,
+or existence), and `{range …}…{end}`. Results print as client-go prints them: several results
+of one expression joined by a space, maps and lists as compact JSON with sorted keys, numbers as
+Go's `%v` of a float64 (`1e+06`), a missing field an error, as kubectl's `allowMissingKeys` is
+false.
 """
 
 from __future__ import annotations
@@ -111,7 +112,12 @@ def _string_literal(text: str) -> str:
     return value
 
 
-_FIELD = re.compile(r"[A-Za-z0-9_\-/$]+|\*")
+# A `\.` is a dot inside a field name (`labels.kubernetes\.io/os`), as client-go's parser reads it.
+_FIELD = re.compile(r"(?:[A-Za-z0-9_\-/$]|\\\.)+|\*")
+
+
+def _field(match: re.Match[str]) -> str:
+    return match.group(0).replace("\\.", ".")
 
 
 def _parse_path(text: str) -> tuple[Any, ...]:
@@ -123,7 +129,7 @@ def _parse_path(text: str) -> tuple[Any, ...]:
     while i < len(text):
         if text.startswith("..", i):
             m = _FIELD.match(text, i + 2)
-            name = m.group(0) if m else ""
+            name = _field(m) if m else ""
             steps.append(("recurse", None if name in ("", "*") else name))
             i = m.end() if m else i + 2
         elif text[i] == ".":
@@ -132,7 +138,7 @@ def _parse_path(text: str) -> tuple[Any, ...]:
                 if i + 1 == len(text):  # "{.}": the object itself
                     break
                 raise JSONPathError(f"bad field at {text[i:]!r}", path="jsonpath")
-            name = m.group(0)
+            name = _field(m)
             steps.append(("all",) if name == "*" else ("field", name))
             i = m.end()
         elif text[i] == "[":
@@ -143,7 +149,7 @@ def _parse_path(text: str) -> tuple[Any, ...]:
             m = _FIELD.match(text, i)
             if m is None or steps:
                 raise JSONPathError(f"unexpected {text[i:]!r}", path="jsonpath")
-            steps.append(("field", m.group(0)))  # kubectl accepts "{metadata.name}" too
+            steps.append(("field", _field(m)))  # kubectl accepts "{metadata.name}" too
             i = m.end()
     return tuple(steps)
 
@@ -182,7 +188,7 @@ def _parse_bracket(inner: str) -> Any:
         return ("filter", _parse_path(cm.group(1)), cm.group(2), _literal(cm.group(3).strip()))
     parts = [p.strip() for p in inner.split(",")]
     if all(p[:1] in "\"'" for p in parts):
-        return ("union", tuple(_string_literal(p) for p in parts))
+        return ("union", tuple(_string_literal(p.replace("\\.", ".")) for p in parts))
     if len(parts) > 1:
         return ("indexes", tuple(_int(p) for p in parts))
     if ":" in inner:
@@ -329,10 +335,10 @@ def results(template: str, data: Any) -> list[list[Any]]:
 
 def execute(template: str, data: Any) -> str:
     """The template applied to `data`, as `kubectl -o jsonpath=` prints it."""
-    return "".join(_render(parse(template), data, data))
+    return "".join(_render(parse(template), data))
 
 
-def _render(nodes: tuple[Any, ...], data: Any, root: Any) -> Iterator[str]:
+def _render(nodes: tuple[Any, ...], data: Any) -> Iterator[str]:
     for node in nodes:
         if isinstance(node, _Text):
             yield node.text
@@ -340,4 +346,4 @@ def _render(nodes: tuple[Any, ...], data: Any, root: Any) -> Iterator[str]:
             yield " ".join(go_text(v) for v in _walk([data], node.steps))
         else:
             for item in _walk([data], node.steps):
-                yield from _render(node.body, item, root)
+                yield from _render(node.body, item)

@@ -19,6 +19,7 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.cli.cmd_completion import COMPLETE_VAR
 from draplan.cli.cmd_simulate import date_option
 from draplan.cli.common import (
     filename_option,
@@ -147,7 +148,7 @@ def allocate_cmd(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(doc["claims"] or [doc])
+        emit_yaml(doc["claims"] or [doc], listed=False)  # as `kubectl get` one claim
     else:
         _allocation_table(doc, node_name)
     if check and outcome.ok and doc["check"]["problems"]:
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
             args=argv,
             prog_name=_prog_name(),
             standalone_mode=False,
-            complete_var="_DRAPLAN_COMPLETE",
+            complete_var=COMPLETE_VAR,
         )
     except click.exceptions.Exit as err:
         sys.exit(err.exit_code)

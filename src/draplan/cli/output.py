@@ -3,7 +3,8 @@
 
 A command sees `-o name|jsonpath=…|custom-columns=…` as `yaml`, so it builds the documents it
 would print as YAML (its manifests, or its result document); `emit_yaml` then prints them in the
-format asked for. Several documents are one `kind: List`, as `kubectl get` gives them.
+format asked for. A command's manifests are one `kind: List`, even one, as `kubectl get` gives
+them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from draplan.api.codec import yaml_text
 from draplan.api.errors import BadInput
@@ -34,6 +36,12 @@ class OutputFormat(click.ParamType):  # type: ignore[type-arg]
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(FORMATS) + "|jsonpath=TEMPLATE|custom-columns=SPEC]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        names = [*FORMATS, *(f"{kind}=" for kind in TEMPLATE_FORMATS)]
+        return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
@@ -68,13 +76,16 @@ def emit_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
 
 
-def emit_yaml(docs: Sequence[Any]) -> None:
-    """YAML documents, or, when `-o name|jsonpath|custom-columns` was asked, those."""
+def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:
+    """YAML documents, or, when `-o name|jsonpath|custom-columns` was asked, those. A template
+    sees `docs` as one `kind: List` (as `kubectl get pods` gives even one pod, so `{.items…}`
+    holds whatever the count), or, when not `listed`, a lone document as itself."""
     fmt = _setting(_FORMAT_KEY) or "yaml"
     if fmt in ("yaml", "table", "wide", "json"):
         sys.stdout.write(yaml_text(docs))
         return
-    data = docs[0] if len(docs) == 1 else {"apiVersion": "v1", "kind": "List", "items": list(docs)}
+    lone = not listed and len(docs) == 1
+    data = docs[0] if lone else {"apiVersion": "v1", "kind": "List", "items": list(docs)}
     kind, _, arg = str(fmt).partition("=")
     if kind == "name":
         for item in _items(data):
@@ -92,7 +103,7 @@ def emit_document(doc: Any, output: str) -> bool:
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml([doc])
+        emit_yaml([doc], listed=False)
     else:
         return False
     return True

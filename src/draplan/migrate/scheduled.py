@@ -12,6 +12,8 @@ import msgspec
 
 from draplan.api.codec import decode
 from draplan.api.core_v1 import Container, Pod
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
 from draplan.audit import why
 from draplan.cluster.state import ClusterState, key_of
@@ -32,17 +34,17 @@ class Placement:
         return [n for n in self.nodes if n]
 
 
-def _place(objects: list[KubeStruct], pod: Pod, replicas: int) -> Placement:
+def _place(objects: list[KubeStruct], pod: Pod, replicas: int, features: FeatureGates) -> Placement:
     """`replicas` copies of `pod` (unbound) scheduled together on the cluster."""
     pods = _replicas(pod, replicas)
-    state = ClusterState.from_objects([*objects, *pods])
+    state = ClusterState.from_objects([*objects, *pods], features)
     found = {r.key: r.node for r in Scheduler().run(state)}
     nodes = tuple(found.get(key_of(p)) for p in pods)
     left = [key_of(p) for p, node in zip(pods, nodes, strict=True) if node is None]
     if not left:
         return Placement(nodes)
     # Judged on the input state: the auditor places the queue itself.
-    state = ClusterState.from_objects([*objects, *pods])
+    state = ClusterState.from_objects([*objects, *pods], features)
     diagnoses = [d for d in why(state) if d.pod == left[0]]
     reason = f"{diagnoses[0].category}: {diagnoses[0].message}" if diagnoses else "cannot fit"
     return Placement(nodes, reason)
@@ -105,7 +107,9 @@ def _after_text(before: Placement, after: Placement) -> str:
     return text
 
 
-def scheduler_check(migration: Migration) -> list[CheckRow]:
+def scheduler_check(
+    migration: Migration, features: FeatureGates = DEFAULT_FEATURES
+) -> list[CheckRow]:
     """One row per migrated pod spec: where its replicas fit before and after."""
     cluster = [o for o, _ in migration.cluster]
     present = {(getattr(o, "kind", ""), key_of(o)) for o in cluster}
@@ -124,8 +128,8 @@ def scheduler_check(migration: Migration) -> list[CheckRow]:
     for site, original, migrated in migration.pods():
         # A DaemonSet's pods (replicas None) are checked as one.
         replicas = max(1, site.site.replicas or 1)
-        before = _place([*cluster, *running], original, replicas)
-        after = _place([*cluster, *templates, *running], migrated, replicas)
+        before = _place([*cluster, *running], original, replicas, features)
+        after = _place([*cluster, *templates, *running], migrated, replicas, features)
         text_before = _fits(before) if before.placed else f"cannot fit ({before.reason})"
         rows.append(CheckRow(site.label, text_before, _after_text(before, after), after.reason))
     return rows

@@ -22,13 +22,10 @@ dl.info dt{font-weight:bold}dl.info dd{margin:0}
 """
 
 STRANDED_NOTE = (
-    "<b>Why can stranded % be higher for a policy that allocates more?</b> Stranded GPUs are "
-    "free GPUs on nodes in use that the workload's typical requests cannot use (the FGD "
-    "measure: e.g. 3 free GPUs on a node when jobs ask for 4, or free GPUs on a PCIe root "
-    "without a NIC). Empty nodes are idle, not stranded. Stranded % divides by all "
-    "provisioned GPU time, so a policy that adds fewer spare, empty nodes (DRA) has a smaller "
-    "denominator: the same stranded GPU-hours are a larger share of it. Compare stranded "
-    "GPU-h, not %, across policies."
+    "<b>Why can stranded % be higher for a policy that allocates more?</b> Stranded % divides "
+    "by all provisioned GPU time, so a policy that adds fewer spare, empty nodes (DRA) has a "
+    "smaller denominator: the same stranded GPU-hours are a larger share of it. Compare "
+    "stranded GPU-h, not %, across policies."
 )
 GANG_NOTE = (
     "<b>Why is p95 pending time higher with gang-atomic placement?</b> dra+gang-atomic places "
@@ -41,6 +38,9 @@ DEFINITIONS = (
     "Wasted nodes: added by the autoscaler, never hosted any pod that was pending when they "
     "were added. GPU-h in partial gangs: GPUs held by members of gangs that had not all "
     "started. Idle GPU-h (new nodes): unallocated GPU time on nodes the autoscaler added. "
+    "Stranded GPUs: free GPUs on nodes in use that the workload's typical requests cannot use "
+    "(the FGD measure: e.g. 3 free GPUs on a node when jobs ask for 4, or free GPUs on a PCIe "
+    "root without a NIC); empty nodes are idle, not stranded. "
     "Cost: each node's NodePool pricePerHour (else its draplan.io/price-per-hour label) times "
     "the hours it existed."
 )

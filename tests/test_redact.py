@@ -100,6 +100,11 @@ def test_qualified_names_are_not_names() -> None:
     assert redactor.rewrite("gpu.nvidia.com") == "gpu.nvidia.com"
     # A sentence's full stop is no domain: the name before it is replaced.
     assert "node-1" not in redactor.rewrite("drained from node-1. Then node-1.")
+    # namespace/name references are names too; a pod named like a resource stays a key there.
+    assert redactor.rewrite("ml/train") == f"ml/{redactor.pod('train')}"
+    assert redactor.rewrite("evicted default/train and ml/gpu") == (
+        f"evicted default/{redactor.pod('train')} and ml/{redactor.pod('gpu')}"
+    )
     assert redactor.rewrite("GPU-node-1-3") == f"GPU-{redactor.node('node-1')}-3"
     assert redactor.rewrite("uid-ml-train") == f"uid-ml-{redactor.pod('train')}"
     assert redactor.rewrite("It fits (on node-1).") == f"It fits (on {redactor.node('node-1')})."

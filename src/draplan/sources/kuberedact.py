@@ -74,16 +74,19 @@ class Redactor:
         if text in known:
             return known[text]
         # A name stands between characters no name holds, or "-" (names hold it, but a name
-        # with a suffix is a derived name). Not "." nor "/": a name inside a domain or a
-        # qualified name (`gpu.nvidia.com`, `nvidia.com/gpu`, `gpu.nvidia.com/numa`, the
-        # keys of attributes, capacities and resources, which stay) is no reference to it;
-        # but a "." that ends the text or comes before a space ends a sentence, not a domain.
-        cuts = [
-            i
-            for i, ch in enumerate(text)
-            if (not ch.isalnum() and ch not in "./")
-            or (ch == "." and (i + 1 == len(text) or not text[i + 1].isalnum()))
-        ]
+        # with a suffix is a derived name). Not "." nor "/" inside a domain or a qualified name
+        # (`gpu.nvidia.com`, `nvidia.com/gpu`, `gpu.nvidia.com/numa`: the keys of attributes,
+        # capacities and resources, which stay); but a "." that ends the text or comes before
+        # a space ends a sentence, and a "/" after a dot-free word ends a namespace
+        # (`ml/train-0`): both are separators.
+        cuts: list[int] = []
+        start = 0
+        for i, ch in enumerate(text):
+            stop = ch == "." and (i + 1 == len(text) or not text[i + 1].isalnum())
+            namespaced = ch == "/" and "." not in text[start:i]
+            if (not ch.isalnum() and ch not in "./") or stop or namespaced:
+                cuts.append(i)
+                start = i + 1
         if not cuts:
             return text
         ends = sorted({*cuts, len(text)}, reverse=True)

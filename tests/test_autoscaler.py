@@ -648,6 +648,7 @@ def test_plan_shape() -> None:
     doc, state = plan_api(scenario_numa())
     assert list(doc) == [
         "scaleUp",
+        "fitExisting",
         "moves",
         "scaleDown",
         "wasted",
@@ -659,6 +660,7 @@ def test_plan_shape() -> None:
         "nodesAdded",
         "costPerHour",
         "podsPlaced",
+        "podsFitExisting",
         "podsStillPending",
         "wastedNodes",
     }

@@ -84,6 +84,7 @@ def test_a_numa_dra_aware_picks_the_pool_with_a_free_socket(run_cli: Any, tmp_pa
         "nodesAdded": 1,
         "costPerHour": 30.0,
         "podsPlaced": 1,
+        "podsFitExisting": 0,
         "podsStillPending": 0,
         "wastedNodes": 0,
     }

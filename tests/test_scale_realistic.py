@@ -289,3 +289,13 @@ def test_a_finite_cost_cap_still_limits_the_plan(run_cli: Any) -> None:
     result = run_cli("scale", *flags, "--max-cost-per-hour=100", "-o", "json")
     assert result.code == 0, result.err
     assert result.json()["summary"]["nodesAdded"] == 1
+
+
+def test_pods_the_pass_places_on_existing_nodes_are_in_the_plan(run_cli: Any) -> None:
+    # infer-mig-0 fits an A100 partition now: no node is added for it, and the plan says so.
+    doc = _scale(run_cli, "-o", "json").json()
+    assert "serving/infer-mig-0" in doc["fitExisting"]
+    assert doc["summary"]["podsFitExisting"] == len(doc["fitExisting"])
+    added = {p for u in doc["scaleUp"] for p in u["pods"]}
+    assert not added & set(doc["fitExisting"])
+    assert f"{len(doc['fitExisting'])} fit existing nodes" in _scale(run_cli).out.splitlines()[0]

@@ -49,6 +49,9 @@ class Plan:
     provisioning: list[tuple[ProvisioningRequest, list[Condition]]] = field(default_factory=list)
     pending: list[tuple[ObjectKey, FitReason | None, str]] = field(default_factory=list)
     placed_on_new: set[ObjectKey] = field(default_factory=set)
+    # Pending pods the pass places on nodes that exist (CA's filter_out_schedulable packs them
+    # there before it plans): no node is added for them.
+    placed_on_existing: set[ObjectKey] = field(default_factory=set)
     # Pods the legacy count view planned on a new node that still pend: the real mismatch.
     mismatches: dict[ObjectKey, str] = field(default_factory=dict)
 
@@ -65,6 +68,7 @@ class Plan:
                 }
                 for o in self.scale_up
             ],
+            "fitExisting": [f"{k[0]}/{k[1]}" for k in sorted(self.placed_on_existing)],
             "moves": [m.to_dict() for m in self.moves],
             "scaleDown": [r.to_dict() for r in self.scale_down],
             "wasted": [{"pool": w.pool, "node": w.node, "reason": w.reason} for w in self.wasted],
@@ -90,6 +94,7 @@ class Plan:
                 "nodesAdded": sum(len(o.nodes) for o in self.scale_up),
                 "costPerHour": round(sum(o.cost_per_hour for o in self.scale_up), 4),
                 "podsPlaced": len(self.placed_on_new),
+                "podsFitExisting": len(self.placed_on_existing),
                 "podsStillPending": len(self.pending),
                 "wastedNodes": len(wasted_nodes),
             },
@@ -372,6 +377,7 @@ class Autoscaler:
             if pod.spec.node_name in new_nodes:
                 plan.placed_on_new.add(key)
             else:
+                plan.placed_on_existing.add(key)
                 used.add(pod.spec.node_name)
         if moves and not self.legacy and plan.scale_up:
             plan.moves = move_options(state, self.scheduler, plan.scale_up, originals)

@@ -180,6 +180,7 @@ def scale(
         emit_table(
             f"{'legacy' if legacy else 'DRA-aware'} plan: +{s['nodesAdded']} nodes, "
             f"${s['costPerHour']}/h, {s['podsPlaced']} pods placed, "
+            f"{s['podsFitExisting']} fit existing nodes, "
             f"{s['podsStillPending']} pending, {s['wastedNodes']} wasted",
             ["POOL", "ADD", "PODS", "COST/H"] + (["NODES"] if wide else []),
             [

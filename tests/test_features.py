@@ -146,3 +146,20 @@ def test_readme_table_is_the_gate_table() -> None:
     for gate in GATES.values():
         row = f"| `{gate.name}` | {cell(gate, '1.36')} | {cell(gate, '1.37')} | {gate.effect} |"
         assert row in readme, row
+
+
+def test_simulate_runs_the_cluster_under_the_gates(run_cli: Any, tmp_path: Path) -> None:
+    assert run_cli("demo", "--export", str(tmp_path)).code == 0
+    files = [
+        x for name in ("cluster", "pools", "scenario") for x in ("-f", f"{tmp_path}/{name}.yaml")
+    ]
+
+    def started(*flags: str) -> int:
+        result = run_cli("simulate", *files, "--policies", "dra", "-o", "json", *flags)
+        assert result.code == 0, result.err
+        return int(result.json()["results"][0]["totals"]["jobsStarted"])
+
+    # Without partitionable devices no MIG slice is ever allocated: the inference jobs never
+    # start, where by default every job does.
+    everything = started()
+    assert started("--feature-gates", "DRAPartitionableDevices=false") < everything

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -15,14 +16,14 @@ import msgspec
 
 from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
-from draplan.cli.common import filename_option, output_option
+from draplan.cli.common import filename_option, input_settings, output_option
+from draplan.cli.common import load_input as load_cluster_input
 from draplan.cli.output import emit_document, emit_table
 from draplan.report import ReportInfo, html_report, markdown_summary
 from draplan.report.table import headers, pending_rows, rows
 from draplan.sim import POLICIES, SimResult
 from draplan.sim.compare import check_started, compare, from_dict, horizon_of, to_dict
 from draplan.sim.scenario import SimInput, build_input
-from draplan.sources import load_objects
 
 
 def parse_policies(text: str | None) -> list[str] | None:
@@ -104,12 +105,15 @@ def emit_results(name: str, results: list[SimResult], output: str) -> None:
 
 
 def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
-    objects = load_objects(list(filenames))
+    """The scenario and its cluster, read as every command reads its input (files, a live
+    cluster when asked, `-l`), simulated under the release and gates of the command line."""
+    features = input_settings().features()
+    objects = load_cluster_input(filenames)
     if seed is not None:
         objects = [
             (_with_seed(o, seed) if isinstance(o, Scenario) else o, source) for o, source in objects
         ]
-    return build_input(objects)
+    return dataclasses.replace(build_input(objects), features=features)
 
 
 def _with_seed(scenario: Scenario, seed: int) -> Scenario:

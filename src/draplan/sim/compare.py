@@ -25,6 +25,7 @@ def config_of(sim: SimInput, policy: str) -> SimConfig:
         autoscaler_interval=spec.autoscaler_interval_seconds,
         scale_down_unneeded=spec.scale_down_unneeded_seconds,
         horizon=horizon_of(sim),
+        features=sim.features,
     )
 
 

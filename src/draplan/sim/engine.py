@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draplan.api.core_v1 import Pod
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
@@ -38,6 +40,7 @@ class SimConfig:
     scale_down_unneeded: float = 600.0
     horizon: float | None = None  # run until then; default: until all work is done
     sample_every: float = 60.0
+    features: FeatureGates = DEFAULT_FEATURES  # the simulated cluster's release and gates
 
 
 @dataclass
@@ -60,7 +63,7 @@ class Simulation:
         if config.policy not in POLICIES:
             raise ValueError(f"unknown policy {config.policy!r}")
         self.config = config
-        self.state = ClusterState.from_objects(objects)
+        self.state = ClusterState.from_objects(objects, config.features)
         gang_atomic = config.policy == "dra+gang-atomic"
         profile = build_profile()
         self.scheduler = Scheduler(profile, gangs=gang_atomic)

@@ -9,6 +9,8 @@ from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import Scenario, ScenarioJob, SyntheticWorkload
 from draplan.api.errors import BadInput
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
 from draplan.cluster.state import key_of
 from draplan.sim.engine import POLICIES
@@ -24,6 +26,7 @@ class SimInput:
     scenario: Scenario
     horizon: float | None = None  # the workload's own end (a replayed window), if it has one
     source: str = ""  # the Scenario's file
+    features: FeatureGates = DEFAULT_FEATURES  # the simulated cluster's release and gates
 
 
 def _mix(w: SyntheticWorkload) -> Mix:

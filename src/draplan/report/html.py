@@ -39,8 +39,10 @@ DEFINITIONS = (
     "were added. GPU-h in partial gangs: GPUs held by members of gangs that had not all "
     "started. Idle GPU-h (new nodes): unallocated GPU time on nodes the autoscaler added. "
     "Stranded GPUs: free GPUs on nodes in use that the workload's typical requests cannot use "
-    "(the FGD measure: e.g. 3 free GPUs on a node when jobs ask for 4, or free GPUs on a PCIe "
-    "root without a NIC); empty nodes are idle, not stranded. "
+    "(the FGD measure, in whole GPUs: e.g. 3 free GPUs on a node when jobs ask for 4, or a "
+    "partition no typical request fits); it counts GPUs, models and partitions, not topology "
+    "constraints or NICs, so a GPU that only a missing NIC keeps idle is not counted; empty "
+    "nodes are idle, not stranded. "
     "Cost: each node's NodePool pricePerHour (else its draplan.io/price-per-hour label) times "
     "the hours it existed."
 )
@@ -91,10 +93,20 @@ def _figure(svg: str, caption: str = "") -> str:
     return f"<figure>{svg}{note}</figure>"
 
 
+def _stranded_share_misleads(results: list[SimResult]) -> bool:
+    """Whether a policy that allocates more shows a higher stranded % than another: the case
+    a reader would question."""
+    pairs = [
+        (r.totals.get("gpuAllocationPercent", 0.0), r.totals.get("strandedPercent", 0.0))
+        for r in results
+    ]
+    return any(a1 > a2 and s1 > s2 for a1, s1 in pairs for a2, s2 in pairs)
+
+
 def _notes(results: list[SimResult]) -> str:
     policies = {r.policy for r in results}
     notes = [DEFINITIONS]
-    if policies & {"dra", "dra+gang-atomic"} and len(policies) > 1:
+    if _stranded_share_misleads(results):
         notes.append(STRANDED_NOTE)
     if "dra+gang-atomic" in policies and "dra" in policies:
         notes.append(GANG_NOTE)

@@ -257,3 +257,23 @@ def test_kueue_states(
     assert verdict is not None and verdict.fix is not None
     assert verdict.message.endswith(says), verdict.message
     assert verdict.fix["action"].startswith(action)
+
+
+def test_quota_reserved_without_the_admitted_condition_is_not_admitted(tmp_path: Path) -> None:
+    """Kueue adds the Admitted condition only once quota and every admission check are ready:
+    a workload with quota reserved (status.admission set) and no Admitted condition yet is
+    still held back by its gate, waiting for its checks."""
+    wl = yaml.safe_load(Path(KUEUE).read_text())
+    wl["status"] = {
+        "admission": {"clusterQueue": "team-a-cq", "podSetAssignments": [{"name": "main"}]},
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
+        "admissionChecks": [{"name": "prov", "state": "Pending", "message": ""}],
+    }
+    path = tmp_path / "wl.yaml"
+    path.write_text(yaml.safe_dump(wl))
+    state = ClusterState.from_objects(load_objects([CLUSTER, str(path)]))
+    verdict = Gates(state).verdict(state.pods[("team-a", "kueue-job-0")])
+    assert verdict is not None and verdict.fix is not None
+    assert verdict.evidence["admitted"] is False
+    assert "its admission checks are not all ready" in verdict.message, verdict.message
+    assert verdict.fix["action"] == "wait for the workload's admission checks"

@@ -115,6 +115,9 @@ class Gates:
             }
             if pending.type == ADMITTED:  # quota is reserved: admission checks are pending
                 fix["action"] = "wait for the workload's admission checks"
+        elif _reserved(wl):
+            why = "not admitted yet: quota is reserved, its admission checks are not all ready"
+            fix["action"] = "wait for the workload's admission checks"
         else:
             why = "not admitted yet"
         queue = f" in queue {wl.spec.queue_name}" if wl.spec.queue_name else ""
@@ -129,11 +132,20 @@ def _condition(wl: KueueWorkload, kind: str) -> Condition | None:
     return next((c for c in wl.status.conditions if c.type == kind), None)
 
 
+def _reserved(wl: KueueWorkload) -> bool:
+    reserved = _condition(wl, QUOTA_RESERVED)
+    return reserved is not None and reserved.status == "True"
+
+
 def _admitted(wl: KueueWorkload) -> bool:
     admitted = _condition(wl, ADMITTED)
     if admitted is not None:
         return admitted.status == "True"
-    # Workloads from before the Admitted condition: status.admission is the quota reservation.
+    if _condition(wl, QUOTA_RESERVED) is not None:
+        # Kueue adds Admitted only once quota and every admission check are ready
+        # (workload.SyncAdmittedCondition): quota reserved without it is not admitted yet.
+        return False
+    # A workload without conditions (written by hand): status.admission says it.
     return wl.status.admission is not None
 
 

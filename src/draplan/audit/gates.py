@@ -16,10 +16,10 @@ from draplan.api.core_v1 import Pod
 from draplan.api.kueue import KueueWorkload
 from draplan.api.meta import Condition, OwnerReference
 from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler.gangs import KUEUE_GROUP_LABEL
 
 SCHEDULING_GATED = "SchedulingGated"
 KUEUE_GATE = "kueue.x-k8s.io/admission"
-KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 # Kueue's condition types, in the order a workload passes them.
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"

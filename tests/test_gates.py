@@ -13,6 +13,7 @@ import yaml
 from conftest import DATA
 from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
+from draplan.audit import why
 from draplan.audit.gates import Gates
 from draplan.cluster.state import ClusterState
 from draplan.sim.engine import SimConfig, simulate
@@ -277,3 +278,15 @@ def test_quota_reserved_without_the_admitted_condition_is_not_admitted(tmp_path:
     assert verdict.evidence["admitted"] is False
     assert "its admission checks are not all ready" in verdict.message, verdict.message
     assert verdict.fix["action"] == "wait for the workload's admission checks"
+
+
+def test_a_gated_pod_counts_the_devices_it_asks_for(run_cli: Any) -> None:
+    """kueue-job-0 asks for two H100s: the table's DEVICES column says so, gate or not."""
+    state = ClusterState.from_objects(load_objects([CLUSTER]))
+    d = next(d for d in why(state) if d.pod == ("team-a", "kueue-job-0"))
+    assert d.category == "SchedulingGated"
+    assert d.devices == 2
+    row = next(
+        line for line in run_cli("why", "-f", CLUSTER).out.splitlines() if "kueue-job-0" in line
+    )
+    assert row.split()[:3] == ["team-a", "kueue-job-0", "2"], row

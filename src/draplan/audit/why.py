@@ -248,11 +248,15 @@ class Auditor:
         GangIncomplete (judged on the input state, before anything is placed)."""
         key = key_of(pod)
         gated = self.gates.verdict(pod)  # judged first: the scheduler never sees the pod
-        if gated is not None:
-            return [], 0, Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix)
         try:
             claims = pod_claims(self.state, pod)
         except ClaimNotFound as err:
+            if gated is not None:  # its claims may well be made once the gate is lifted
+                return (
+                    [],
+                    0,
+                    Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix),
+                )
             return (
                 [],
                 0,
@@ -266,6 +270,9 @@ class Auditor:
                 ),
             )
         size = _requested_devices(claims)
+        if gated is not None:  # the devices it will ask for once admitted
+            found = Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix, size)
+            return claims, size, found
         missing = self.matcher.unmatched(claims)
         if missing:
             return (

@@ -268,3 +268,11 @@ def test_the_readme_explains_every_category() -> None:
         line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
     }
     assert rows == set(CATEGORIES)
+
+
+def test_wide_output_names_the_moves(run_cli: Any, tmp_path: Path) -> None:
+    """The FIX column says which pod goes where, not only that pods move."""
+    out = run_cli("why", "-f", write(tmp_path, dump()), "-o", "wide")
+    assert out.code == 0, out.err
+    row = next(line for line in out.out.splitlines() if "finetune-numa-0" in line)
+    assert "move=serving/embed-0->gpu-l4-a" in row, row

@@ -190,14 +190,26 @@ def _gated_pod(name: str, **meta: Any) -> dict[str, Any]:
         (_gated_pod("g-0", labels={"kueue.x-k8s.io/pod-group-name": "group-g"}), "group-g"),
         # A plain pod: the Workload it owns.
         (_gated_pod("plain", uid="u-plain"), "pod-plain-2"),
+        # A Deployment's pod: Kueue's pod integration gives it a Workload of its own.
+        (
+            _gated_pod(
+                "web-0",
+                uid="u-web-0",
+                ownerReferences=[
+                    {"kind": "ReplicaSet", "name": "web-7d9", "uid": "u-rs", "controller": True}
+                ],
+            ),
+            "pod-web-0-3",
+        ),
     ],
-    ids=["job-owner", "recreated-job", "pod-group", "plain-pod"],
+    ids=["job-owner", "recreated-job", "pod-group", "plain-pod", "deployment-pod"],
 )
 def test_pod_to_workload_as_kueue_links_them(pod: dict[str, Any], expected: str | None) -> None:
     objects = [
         decode(_workload("job-job-a-1", {"kind": "Job", "name": "job-a", "uid": "u-a"})),
         decode(_workload("group-g", {"kind": "Pod", "name": "g-0"}, "v1beta2")),
         decode(_workload("pod-plain-2", {"kind": "Pod", "name": "plain", "uid": "u-plain"})),
+        decode(_workload("pod-web-0-3", {"kind": "Pod", "name": "web-0", "uid": "u-web-0"})),
         decode(pod),
     ]
     state = ClusterState.from_objects(objects)

@@ -51,9 +51,11 @@ class Gates:
         group = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
         if group:
             return self._by_name.get((ns, group))
+        # The pod itself last: Kueue's pod integration makes a Workload per pod even when a
+        # controller it does not manage (a Deployment's ReplicaSet) owns the pod.
         owners = [r for r in pod.metadata.owner_references if r.controller]
-        refs = owners or [OwnerReference(kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid)]
-        for ref in refs:
+        itself = OwnerReference(kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid)
+        for ref in [*owners, itself]:
             for uid, wl in self._by_owner.get((ns, ref.kind, ref.name), []):
                 # A UID on both sides must agree (a Job recreated under the same name is
                 # another owner); dumps written by hand often carry none.

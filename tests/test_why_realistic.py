@@ -276,3 +276,19 @@ def test_wide_output_names_the_moves(run_cli: Any, tmp_path: Path) -> None:
     assert out.code == 0, out.err
     row = next(line for line in out.out.splitlines() if "finetune-numa-0" in line)
     assert "move=serving/embed-0->gpu-l4-a" in row, row
+
+
+def test_no_pool_names_what_a_toleration_would_not_fix() -> None:
+    """A pod too big for any node (1000 cpu) and without the GPU toleration: a tainted pool's
+    node is too small as well, so the taint is not why no pool can hold it."""
+    objs = dump(pools=True)
+    pod = next(o for o in objs if o["metadata"]["name"] == "infer-l4-0")
+    huge = yaml.safe_load(yaml.safe_dump(pod))
+    huge["metadata"].update(name="cpu-huge", uid="uid-cpu-huge")
+    huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
+    del huge["spec"]["resourceClaims"]
+    d = audit([*objs, huge])["cpu-huge"]
+    assert d.category == "NoPoolCanFit", d.to_dict()
+    assert "taint" not in d.message, d.message
+    assert set(d.evidence["pools"]) == {"a100", "h100", "l4"}
+    assert all("Insufficient cpu" in why for why in d.evidence["pools"].values()), d.evidence

@@ -705,8 +705,8 @@ class Auditor:
         if case.view.fits or case.timeouts:
             return None
         where = "devices or partitions of one node" if case.candidates else "nodes"
-        best = case.hosts[0] if case.hosts else case.supplies[0]
-        hosts = case.hosts
+        hosts = case.hosts  # never empty: CapacityExhausted takes a pod no node could hold
+        best = hosts[0]
 
         # A gang needs room for all its pending members at once: no single node's moves
         # give it that; a node per member does (checked like every fix).

@@ -292,3 +292,25 @@ def test_no_pool_names_what_a_toleration_would_not_fix() -> None:
     assert "taint" not in d.message, d.message
     assert set(d.evidence["pools"]) == {"a100", "h100", "l4"}
     assert all("Insufficient cpu" in why for why in d.evidence["pools"].values()), d.evidence
+
+
+def test_a_pod_that_is_not_running_yet_is_never_moved() -> None:
+    """early-0 (one H100, ahead in the queue) is placed on gpu-h100-b's NUMA node 1 by the
+    scheduler's pass, beside serving/embed-0: it is pending, not running, so the NUMA pod's
+    fix must not ask to move it."""
+    objs = dump()
+    template = next(o for o in objs if o["metadata"]["name"] == "h100-2")
+    one = yaml.safe_load(yaml.safe_dump(template))
+    one["metadata"].update(name="h100-1", namespace="research")
+    one["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+    numa = next(o for o in objs if o["metadata"]["name"] == "finetune-numa-0")
+    early = yaml.safe_load(yaml.safe_dump(numa))
+    early["metadata"].update(
+        name="early-0", uid="uid-early-0", creationTimestamp="2026-11-29T10:00:00Z"
+    )
+    early["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "h100-1"
+    result = audit([*objs, one, early])
+    assert result["early-0"].evidence["node"] == "gpu-h100-b"
+    fix = result["finetune-numa-0"].fix
+    assert fix is not None and fix["verified"], result["finetune-numa-0"].to_dict()
+    assert "research/early-0" not in fix.get("move", {}), fix

@@ -197,6 +197,8 @@ class Auditor:
                     del self.state.pods[key]  # never placeable: spare the scheduler the try
             results = self.scheduler.place(self.state)
             self.placed = {r.key: r.node for r in results if r.node}
+            # Pods the pass places are not running yet: a fix never asks to move them.
+            self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(self.placed))
             out = []
             for pod in pods:
                 claims, size, found = first[key_of(pod)]

@@ -191,14 +191,15 @@ class Auditor:
         if self.state.node_pools:
             self.pools = PoolAdvisor(self.state, self.profile, len(pods))
         first = {key_of(p): self._configuration(p) for p in pods}
+        # Pods under audit are not running, even once the pass or a fix places them in the
+        # fork: a fix never asks to move one.
+        self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(first))
         with self.state.forked():
             for key, (_, _, found) in first.items():
                 if found is not None and found.category == "NoMatchingDevice":
                     del self.state.pods[key]  # never placeable: spare the scheduler the try
             results = self.scheduler.place(self.state)
             self.placed = {r.key: r.node for r in results if r.node}
-            # Pods the pass places are not running yet: a fix never asks to move them.
-            self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(self.placed))
             out = []
             for pod in pods:
                 claims, size, found = first[key_of(pod)]

@@ -314,3 +314,18 @@ def test_a_pod_that_is_not_running_yet_is_never_moved() -> None:
     fix = result["finetune-numa-0"].fix
     assert fix is not None and fix["verified"], result["finetune-numa-0"].to_dict()
     assert "research/early-0" not in fix.get("move", {}), fix
+
+
+def test_cordoned_nodes_with_room_are_not_blamed_on_the_pod() -> None:
+    """The L4 nodes are cordoned and the pod tolerates their taint: the cordon keeps it off,
+    not its selectors or tolerations, and uncordoning is the fix."""
+    objs = dump()
+    pod = next(o for o in objs if o["metadata"]["name"] == "infer-l4-0")
+    pod["spec"]["tolerations"] = [TOLERATION]
+    for obj in objs:
+        if obj["kind"] == "Node" and obj["metadata"]["name"].startswith("gpu-l4"):
+            obj["spec"]["unschedulable"] = True
+    d = audit(objs)["infer-l4-0"]
+    assert d.category == "NodeConstraints", d.to_dict()
+    assert "have room but they are cordoned (e.g. gpu-l4-a" in d.message, d.message
+    assert d.fix is not None and d.fix["uncordon"] == ["gpu-l4-a"] and d.fix["verified"]

@@ -383,11 +383,16 @@ class Auditor:
         hosts = [Host(n, "", self.reacher.blocks(self.state.pods[key], n)) for n in nodes]
         if reach is not None:
             hosts += [h for h in reach.hosts if h.blocks is not None]
+        cordoned = all(p == names.NODE_UNSCHEDULABLE for p in view.plugins.values())
+        why = (
+            "they are cordoned"
+            if cordoned
+            else "the pod's selectors, affinity or tolerations exclude them"
+        )
         return Diagnosis(
             key,
             "NodeConstraints",
-            f"{count} node(s) have room but the pod's selectors, affinity or tolerations "
-            f"exclude them (e.g. {first}: {view.excluded[first]})",
+            f"{count} node(s) have room but {why} (e.g. {first}: {view.excluded[first]})",
             {**view.evidence(), "excludedNodes": {n: view.excluded[n] for n in nodes}},
             None,
             size,

@@ -19,7 +19,7 @@ from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.audit.fixes import twin_pool
-from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, key_of
@@ -184,7 +184,7 @@ class Reacher:
                 pool = twin_pool(like.metadata.name)
                 name, labels = NodeNamer(state, pool).next()
                 new = make_node(state, pool, name, labels)
-                hosts = self._hosts(free, new.node, new, pending, best)
+                hosts = self._hosts(free, new, pending, best)
             out.shapes += 1
             if not hosts:
                 continue
@@ -200,7 +200,7 @@ class Reacher:
             with state.forked():
                 name, labels = NodeNamer(state, nodepool).next()
                 new = make_node(state, nodepool, name, labels)
-                hosts = self._hosts(free, new.node, new, pending, best)
+                hosts = self._hosts(free, new, pending, best)
                 template = node_blocks(self.profile, state, pod, new.node)
             out.shapes += 1
             if hosts:
@@ -213,14 +213,14 @@ class Reacher:
     def _hosts(
         self,
         pod: Pod,
-        node: Node,
-        new: Any,
+        new: NewNode,
         claims: list[ResourceClaim],
         best: dict[int, dict[str, Any]],
     ) -> bool:
         """Add the new empty node `new` (in the caller's fork); whether it holds `pod`. Its
         constraint groups raise `best` (the largest per claim constraint seen so far)."""
         state = self.state
+        node = new.node
         add_new_node(state, new)
         try:
             groups = shape_groups(state, node, claims, self.profile.options) if claims else []

@@ -178,6 +178,7 @@ class Reacher:
         out = Reach()
         best: dict[int, dict[str, Any]] = {}
         pending = [c for c in claims if c.status.allocation is None]
+        named = _names_nodes(pod)
         for members in self.kinds():
             like = state.nodes[members[0]]
             with state.forked():
@@ -190,12 +191,11 @@ class Reacher:
                 continue
             # Nodes of a kind differ only in their names: unless the pod selects nodes by
             # name, one answers for all.
-            named = _names_nodes(pod)
             shared = None if named else node_blocks(self.profile, state, pod, like)
             for member in members:
                 node = state.nodes[member]
                 found = node_blocks(self.profile, state, pod, node) if named else shared
-                out.hosts.append(Host(member, "", found, _price(state, node)))
+                out.hosts.append(Host(member, "", found, price_per_hour(state, node)))
         for pool_name, nodepool in sorted(state.node_pools.items()):
             with state.forked():
                 name, labels = NodeNamer(state, nodepool).next()
@@ -240,10 +240,6 @@ def _names_nodes(pod: Pod) -> bool:
     """Whether the pod's node selection can tell nodes of one kind apart (by hostname or
     by field)."""
     return HOSTNAME in pod.spec.node_selector or pod.spec.affinity is not None
-
-
-def _price(state: ClusterState, node: Node) -> float | None:
-    return price_per_hour(state, node)
 
 
 def _pool_price(pool: NodePool) -> float:

@@ -13,6 +13,7 @@ import yaml
 from conftest import DATA
 from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
+from draplan.audit import why
 from draplan.audit.gates import Gates
 from draplan.cluster.state import ClusterState
 from draplan.sim.engine import SimConfig, simulate
@@ -189,14 +190,26 @@ def _gated_pod(name: str, **meta: Any) -> dict[str, Any]:
         (_gated_pod("g-0", labels={"kueue.x-k8s.io/pod-group-name": "group-g"}), "group-g"),
         # A plain pod: the Workload it owns.
         (_gated_pod("plain", uid="u-plain"), "pod-plain-2"),
+        # A Deployment's pod: Kueue's pod integration gives it a Workload of its own.
+        (
+            _gated_pod(
+                "web-0",
+                uid="u-web-0",
+                ownerReferences=[
+                    {"kind": "ReplicaSet", "name": "web-7d9", "uid": "u-rs", "controller": True}
+                ],
+            ),
+            "pod-web-0-3",
+        ),
     ],
-    ids=["job-owner", "recreated-job", "pod-group", "plain-pod"],
+    ids=["job-owner", "recreated-job", "pod-group", "plain-pod", "deployment-pod"],
 )
 def test_pod_to_workload_as_kueue_links_them(pod: dict[str, Any], expected: str | None) -> None:
     objects = [
         decode(_workload("job-job-a-1", {"kind": "Job", "name": "job-a", "uid": "u-a"})),
         decode(_workload("group-g", {"kind": "Pod", "name": "g-0"}, "v1beta2")),
         decode(_workload("pod-plain-2", {"kind": "Pod", "name": "plain", "uid": "u-plain"})),
+        decode(_workload("pod-web-0-3", {"kind": "Pod", "name": "web-0", "uid": "u-web-0"})),
         decode(pod),
     ]
     state = ClusterState.from_objects(objects)
@@ -257,3 +270,35 @@ def test_kueue_states(
     assert verdict is not None and verdict.fix is not None
     assert verdict.message.endswith(says), verdict.message
     assert verdict.fix["action"].startswith(action)
+
+
+def test_quota_reserved_without_the_admitted_condition_is_not_admitted(tmp_path: Path) -> None:
+    """Kueue adds the Admitted condition only once quota and every admission check are ready:
+    a workload with quota reserved (status.admission set) and no Admitted condition yet is
+    still held back by its gate, waiting for its checks."""
+    wl = yaml.safe_load(Path(KUEUE).read_text())
+    wl["status"] = {
+        "admission": {"clusterQueue": "team-a-cq", "podSetAssignments": [{"name": "main"}]},
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
+        "admissionChecks": [{"name": "prov", "state": "Pending", "message": ""}],
+    }
+    path = tmp_path / "wl.yaml"
+    path.write_text(yaml.safe_dump(wl))
+    state = ClusterState.from_objects(load_objects([CLUSTER, str(path)]))
+    verdict = Gates(state).verdict(state.pods[("team-a", "kueue-job-0")])
+    assert verdict is not None and verdict.fix is not None
+    assert verdict.evidence["admitted"] is False
+    assert "its admission checks are not all ready" in verdict.message, verdict.message
+    assert verdict.fix["action"] == "wait for the workload's admission checks"
+
+
+def test_a_gated_pod_counts_the_devices_it_asks_for(run_cli: Any) -> None:
+    """kueue-job-0 asks for two H100s: the table's DEVICES column says so, gate or not."""
+    state = ClusterState.from_objects(load_objects([CLUSTER]))
+    d = next(d for d in why(state) if d.pod == ("team-a", "kueue-job-0"))
+    assert d.category == "SchedulingGated"
+    assert d.devices == 2
+    row = next(
+        line for line in run_cli("why", "-f", CLUSTER).out.splitlines() if "kueue-job-0" in line
+    )
+    assert row.split()[:3] == ["team-a", "kueue-job-0", "2"], row

@@ -4,9 +4,10 @@ For every pending pod: Schedulable exactly when the scheduler places it in the s
 pod whose only possible hosts (empty copies of its nodes and NodePool templates, its node
 constraints set aside) are all excluded by its taints, selectors or cordons is NodeConstraints,
 never a question of capacity; a pod no empty node shape can hold is never promised a place.
-Every fix marked verified is applied again here, by this file's own code, to a fresh copy of
-the state after the pass, and the scheduler must place the pod; verified fixes applied one
-after another in queue order must place every pod (no room promised twice).
+No fix moves a pod that is not running. Every fix marked verified is applied again here, by
+this file's own code, to a fresh copy of the state after the pass, and the scheduler must
+place the pod; verified fixes applied one after another in queue order must place every pod
+(no room promised twice).
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def _check(seed: int) -> None:
     objs = generate(seed)
     diagnoses = why(load(objs))
     _, placed = after_pass(objs)
+    pending = {d.pod for d in diagnoses}
     for d in diagnoses:
         where = f"seed {seed}: {d.to_dict()}"
         assert (d.category == "Schedulable") == bool(placed.get(d.pod)), where
@@ -199,6 +201,8 @@ def _check(seed: int) -> None:
         fix = d.fix
         if fix is None:
             continue
+        # Only running pods move: the pods under audit are pending, even those placed.
+        assert not {f"{ns}/{name}" for ns, name in pending} & set(fix.get("move", {})), where
         if not fix["verified"]:
             assert not {
                 "tolerations",

@@ -268,3 +268,64 @@ def test_the_readme_explains_every_category() -> None:
         line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
     }
     assert rows == set(CATEGORIES)
+
+
+def test_wide_output_names_the_moves(run_cli: Any, tmp_path: Path) -> None:
+    """The FIX column says which pod goes where, not only that pods move."""
+    out = run_cli("why", "-f", write(tmp_path, dump()), "-o", "wide")
+    assert out.code == 0, out.err
+    row = next(line for line in out.out.splitlines() if "finetune-numa-0" in line)
+    assert "move=serving/embed-0->gpu-l4-a" in row, row
+
+
+def test_no_pool_names_what_a_toleration_would_not_fix() -> None:
+    """A pod too big for any node (1000 cpu) and without the GPU toleration: a tainted pool's
+    node is too small as well, so the taint is not why no pool can hold it."""
+    objs = dump(pools=True)
+    pod = next(o for o in objs if o["metadata"]["name"] == "infer-l4-0")
+    huge = yaml.safe_load(yaml.safe_dump(pod))
+    huge["metadata"].update(name="cpu-huge", uid="uid-cpu-huge")
+    huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
+    del huge["spec"]["resourceClaims"]
+    d = audit([*objs, huge])["cpu-huge"]
+    assert d.category == "NoPoolCanFit", d.to_dict()
+    assert "taint" not in d.message, d.message
+    assert set(d.evidence["pools"]) == {"a100", "h100", "l4"}
+    assert all("Insufficient cpu" in why for why in d.evidence["pools"].values()), d.evidence
+
+
+def test_a_pod_that_is_not_running_yet_is_never_moved() -> None:
+    """early-0 (one H100, ahead in the queue) is placed on gpu-h100-b's NUMA node 1 by the
+    scheduler's pass, beside serving/embed-0: it is pending, not running, so the NUMA pod's
+    fix must not ask to move it."""
+    objs = dump()
+    template = next(o for o in objs if o["metadata"]["name"] == "h100-2")
+    one = yaml.safe_load(yaml.safe_dump(template))
+    one["metadata"].update(name="h100-1", namespace="research")
+    one["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+    numa = next(o for o in objs if o["metadata"]["name"] == "finetune-numa-0")
+    early = yaml.safe_load(yaml.safe_dump(numa))
+    early["metadata"].update(
+        name="early-0", uid="uid-early-0", creationTimestamp="2026-11-29T10:00:00Z"
+    )
+    early["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "h100-1"
+    result = audit([*objs, one, early])
+    assert result["early-0"].evidence["node"] == "gpu-h100-b"
+    fix = result["finetune-numa-0"].fix
+    assert fix is not None and fix["verified"], result["finetune-numa-0"].to_dict()
+    assert "research/early-0" not in fix.get("move", {}), fix
+
+
+def test_cordoned_nodes_with_room_are_not_blamed_on_the_pod() -> None:
+    """The L4 nodes are cordoned and the pod tolerates their taint: the cordon keeps it off,
+    not its selectors or tolerations, and uncordoning is the fix."""
+    objs = dump()
+    pod = next(o for o in objs if o["metadata"]["name"] == "infer-l4-0")
+    pod["spec"]["tolerations"] = [TOLERATION]
+    for obj in objs:
+        if obj["kind"] == "Node" and obj["metadata"]["name"].startswith("gpu-l4"):
+            obj["spec"]["unschedulable"] = True
+    d = audit(objs)["infer-l4-0"]
+    assert d.category == "NodeConstraints", d.to_dict()
+    assert "have room but they are cordoned (e.g. gpu-l4-a" in d.message, d.message
+    assert d.fix is not None and d.fix["uncordon"] == ["gpu-l4-a"] and d.fix["verified"]

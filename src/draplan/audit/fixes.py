@@ -72,18 +72,6 @@ class Fix:
         out["verified"] = verified
         return out
 
-    @property
-    def checked(self) -> bool:
-        """Whether the fix changes anything a fork can simulate."""
-        return bool(
-            self.tolerations
-            or self.relax
-            or self.uncordon
-            or self.drop_constraints
-            or self.add
-            or self.move
-        )
-
 
 def changed_pod(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
     """`pod` as the fix changes it; claims without the dropped constraints are written to

@@ -16,10 +16,10 @@ from draplan.api.core_v1 import Pod
 from draplan.api.kueue import KueueWorkload
 from draplan.api.meta import Condition, OwnerReference
 from draplan.cluster.state import ClusterState, key_of
+from draplan.scheduler.gangs import KUEUE_GROUP_LABEL
 
 SCHEDULING_GATED = "SchedulingGated"
 KUEUE_GATE = "kueue.x-k8s.io/admission"
-KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 # Kueue's condition types, in the order a workload passes them.
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
@@ -51,9 +51,11 @@ class Gates:
         group = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
         if group:
             return self._by_name.get((ns, group))
+        # The pod itself last: Kueue's pod integration makes a Workload per pod even when a
+        # controller it does not manage (a Deployment's ReplicaSet) owns the pod.
         owners = [r for r in pod.metadata.owner_references if r.controller]
-        refs = owners or [OwnerReference(kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid)]
-        for ref in refs:
+        itself = OwnerReference(kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid)
+        for ref in [*owners, itself]:
             for uid, wl in self._by_owner.get((ns, ref.kind, ref.name), []):
                 # A UID on both sides must agree (a Job recreated under the same name is
                 # another owner); dumps written by hand often carry none.
@@ -115,6 +117,9 @@ class Gates:
             }
             if pending.type == ADMITTED:  # quota is reserved: admission checks are pending
                 fix["action"] = "wait for the workload's admission checks"
+        elif _reserved(wl):
+            why = "not admitted yet: quota is reserved, its admission checks are not all ready"
+            fix["action"] = "wait for the workload's admission checks"
         else:
             why = "not admitted yet"
         queue = f" in queue {wl.spec.queue_name}" if wl.spec.queue_name else ""
@@ -129,11 +134,20 @@ def _condition(wl: KueueWorkload, kind: str) -> Condition | None:
     return next((c for c in wl.status.conditions if c.type == kind), None)
 
 
+def _reserved(wl: KueueWorkload) -> bool:
+    reserved = _condition(wl, QUOTA_RESERVED)
+    return reserved is not None and reserved.status == "True"
+
+
 def _admitted(wl: KueueWorkload) -> bool:
     admitted = _condition(wl, ADMITTED)
     if admitted is not None:
         return admitted.status == "True"
-    # Workloads from before the Admitted condition: status.admission is the quota reservation.
+    if _condition(wl, QUOTA_RESERVED) is not None:
+        # Kueue adds Admitted only once quota and every admission check are ready
+        # (workload.SyncAdmittedCondition): quota reserved without it is not admitted yet.
+        return False
+    # A workload without conditions (written by hand): status.admission says it.
     return wl.status.admission is not None
 
 

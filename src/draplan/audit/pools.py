@@ -10,6 +10,7 @@ import msgspec
 
 from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.audit.reach import relaxed
 from draplan.autoscaler import Autoscaler, Plan
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
@@ -151,7 +152,9 @@ class PoolAdvisor:
         )
 
     def misses(self, pod: Pod, shape: bytes) -> dict[str, str]:
-        """Per pool, why the pod does not fit one empty node of it (the scheduler's words)."""
+        """Per pool, why the pod does not fit one empty node of it (the scheduler's words).
+        What the node lacks even with the pod's node constraints set aside comes first: the
+        filters stop at a taint, which no toleration fixes on a node that is too small."""
         if shape not in self._misses:
             scheduler = Scheduler(self.profile)
             out = {}
@@ -159,7 +162,10 @@ class PoolAdvisor:
                 with self.state.forked():
                     node, labels = NodeNamer(self.state, pool).next()
                     add_new_node(self.state, make_node(self.state, pool, node, labels))
-                    result = scheduler.schedule_pod(self.state, pod, [node])
+                    with self.state.forked():
+                        result = scheduler.schedule_pod(self.state, relaxed(pod), [node])
+                    if result.node is not None:
+                        result = scheduler.schedule_pod(self.state, pod, [node])
                 out[name] = _why_not(result.reason.to_dict() if result.reason else {}, node)
             self._misses[shape] = out
         return self._misses[shape]

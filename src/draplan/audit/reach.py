@@ -19,7 +19,7 @@ from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.audit.fixes import twin_pool
-from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, key_of
@@ -178,29 +178,29 @@ class Reacher:
         out = Reach()
         best: dict[int, dict[str, Any]] = {}
         pending = [c for c in claims if c.status.allocation is None]
+        named = _names_nodes(pod)
         for members in self.kinds():
             like = state.nodes[members[0]]
             with state.forked():
                 pool = twin_pool(like.metadata.name)
                 name, labels = NodeNamer(state, pool).next()
                 new = make_node(state, pool, name, labels)
-                hosts = self._hosts(free, new.node, new, pending, best)
+                hosts = self._hosts(free, new, pending, best)
             out.shapes += 1
             if not hosts:
                 continue
             # Nodes of a kind differ only in their names: unless the pod selects nodes by
             # name, one answers for all.
-            named = _names_nodes(pod)
             shared = None if named else node_blocks(self.profile, state, pod, like)
             for member in members:
                 node = state.nodes[member]
                 found = node_blocks(self.profile, state, pod, node) if named else shared
-                out.hosts.append(Host(member, "", found, _price(state, node)))
+                out.hosts.append(Host(member, "", found, price_per_hour(state, node)))
         for pool_name, nodepool in sorted(state.node_pools.items()):
             with state.forked():
                 name, labels = NodeNamer(state, nodepool).next()
                 new = make_node(state, nodepool, name, labels)
-                hosts = self._hosts(free, new.node, new, pending, best)
+                hosts = self._hosts(free, new, pending, best)
                 template = node_blocks(self.profile, state, pod, new.node)
             out.shapes += 1
             if hosts:
@@ -213,14 +213,14 @@ class Reacher:
     def _hosts(
         self,
         pod: Pod,
-        node: Node,
-        new: Any,
+        new: NewNode,
         claims: list[ResourceClaim],
         best: dict[int, dict[str, Any]],
     ) -> bool:
         """Add the new empty node `new` (in the caller's fork); whether it holds `pod`. Its
         constraint groups raise `best` (the largest per claim constraint seen so far)."""
         state = self.state
+        node = new.node
         add_new_node(state, new)
         try:
             groups = shape_groups(state, node, claims, self.profile.options) if claims else []
@@ -240,10 +240,6 @@ def _names_nodes(pod: Pod) -> bool:
     """Whether the pod's node selection can tell nodes of one kind apart (by hostname or
     by field)."""
     return HOSTNAME in pod.spec.node_selector or pod.spec.affinity is not None
-
-
-def _price(state: ClusterState, node: Node) -> float | None:
-    return price_per_hour(state, node)
 
 
 def _pool_price(pool: NodePool) -> float:

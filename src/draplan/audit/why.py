@@ -191,6 +191,9 @@ class Auditor:
         if self.state.node_pools:
             self.pools = PoolAdvisor(self.state, self.profile, len(pods))
         first = {key_of(p): self._configuration(p) for p in pods}
+        # Pods under audit are not running, even once the pass or a fix places them in the
+        # fork: a fix never asks to move one.
+        self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(first))
         with self.state.forked():
             for key, (_, _, found) in first.items():
                 if found is not None and found.category == "NoMatchingDevice":
@@ -248,11 +251,15 @@ class Auditor:
         GangIncomplete (judged on the input state, before anything is placed)."""
         key = key_of(pod)
         gated = self.gates.verdict(pod)  # judged first: the scheduler never sees the pod
-        if gated is not None:
-            return [], 0, Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix)
         try:
             claims = pod_claims(self.state, pod)
         except ClaimNotFound as err:
+            if gated is not None:  # its claims may well be made once the gate is lifted
+                return (
+                    [],
+                    0,
+                    Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix),
+                )
             return (
                 [],
                 0,
@@ -266,6 +273,9 @@ class Auditor:
                 ),
             )
         size = _requested_devices(claims)
+        if gated is not None:  # the devices it will ask for once admitted
+            found = Diagnosis(key, SCHEDULING_GATED, gated.message, gated.evidence, gated.fix, size)
+            return claims, size, found
         missing = self.matcher.unmatched(claims)
         if missing:
             return (
@@ -373,11 +383,16 @@ class Auditor:
         hosts = [Host(n, "", self.reacher.blocks(self.state.pods[key], n)) for n in nodes]
         if reach is not None:
             hosts += [h for h in reach.hosts if h.blocks is not None]
+        cordoned = all(p == names.NODE_UNSCHEDULABLE for p in view.plugins.values())
+        why = (
+            "they are cordoned"
+            if cordoned
+            else "the pod's selectors, affinity or tolerations exclude them"
+        )
         return Diagnosis(
             key,
             "NodeConstraints",
-            f"{count} node(s) have room but the pod's selectors, affinity or tolerations "
-            f"exclude them (e.g. {first}: {view.excluded[first]})",
+            f"{count} node(s) have room but {why} (e.g. {first}: {view.excluded[first]})",
             {**view.evidence(), "excludedNodes": {n: view.excluded[n] for n in nodes}},
             None,
             size,
@@ -698,8 +713,8 @@ class Auditor:
         if case.view.fits or case.timeouts:
             return None
         where = "devices or partitions of one node" if case.candidates else "nodes"
-        best = case.hosts[0] if case.hosts else case.supplies[0]
-        hosts = case.hosts
+        hosts = case.hosts  # never empty: CapacityExhausted takes a pod no node could hold
+        best = hosts[0]
 
         # A gang needs room for all its pending members at once: no single node's moves
         # give it that; a node per member does (checked like every fix).

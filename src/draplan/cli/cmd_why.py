@@ -50,11 +50,16 @@ def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -
 def _fix(fix: dict[str, Any] | None) -> str:
     if not fix:
         return "<none>"
-    return ", ".join(
-        f"{k}={','.join(map(_item, v)) if isinstance(v, list) else v}"
-        for k, v in fix.items()
-        if not isinstance(v, dict)
-    )
+    return ", ".join(f"{k}={_value(v)}" for k, v in fix.items())
+
+
+def _value(value: Any) -> str:
+    """A fix's value; moves read pod->node."""
+    if isinstance(value, list):
+        return ",".join(map(_item, value))
+    if isinstance(value, dict):
+        return ",".join(f"{k}->{v}" for k, v in value.items())
+    return str(value)
 
 
 def _item(value: Any) -> str:

@@ -162,6 +162,21 @@ def test_impossible_pcie_root_is_topology_mismatch(pools: bool) -> None:
     assert d.fix["dropConstraints"] == ["resource.kubernetes.io/pcieRoot"]
 
 
+def test_the_dropped_constraint_fix_finds_its_claim_past_an_entry_without_one() -> None:
+    # A first claim entry the controller decided needs no claim (its status names none): the
+    # fix must still drop the constraint of the pcieRoot claim, the pod's second entry.
+    objs = dump()
+    pod = next(o for o in objs if o["kind"] == "Pod" and o["metadata"]["name"] == "train-pcie-0")
+    pod["spec"]["resourceClaims"].insert(
+        0, {"name": "optional", "resourceClaimTemplateName": "h100-4-same-pcie"}
+    )
+    pod["status"]["resourceClaimStatuses"] = [{"name": "optional"}]
+    d = audit(objs)["train-pcie-0"]
+    assert d.category == "TopologyMismatch", d.to_dict()
+    assert d.fix is not None and d.fix["verified"]
+    assert d.fix["dropConstraints"] == ["resource.kubernetes.io/pcieRoot"]
+
+
 def test_allocate_gives_the_largest_group(run_cli: Any, tmp_path: Path) -> None:
     claim = {
         "apiVersion": "resource.k8s.io/v1",

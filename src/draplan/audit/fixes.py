@@ -24,7 +24,7 @@ from draplan.autoscaler.moves import release
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.claims import ClaimNotFound, pod_claim_entries
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,11 @@ def changed_pod(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
 
 def _without_constraints(state: ClusterState, pod: Pod, attributes: set[str]) -> Pod:
     try:
-        claims = pod_claims(state, pod)
+        entries = pod_claim_entries(state, pod)
     except ClaimNotFound:
         return pod
     statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-    for ref, claim in zip(pod.spec.resource_claims, claims, strict=False):
+    for ref, claim in entries:
         if claim.status.allocation is not None:
             continue
         devices = claim.spec.devices

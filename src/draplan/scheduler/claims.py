@@ -147,19 +147,27 @@ def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims in spec.resourceClaims order; a template claim not yet created is built
     from its template (as the controller would create it), once for a whole PodGroup when the
     entry is the group's."""
+    return [claim for _, claim in pod_claim_entries(state, pod)]
+
+
+def pod_claim_entries(
+    state: ClusterState, pod: Pod
+) -> list[tuple[PodResourceClaim, ResourceClaim]]:
+    """`pod_claims` beside the spec.resourceClaims entry each claim is for (an entry the
+    controller decided needs no claim has none)."""
     ns = pod.metadata.namespace
     statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     group = pod_group(state, pod)
     out = []
     for ref in pod.spec.resource_claims:
         if group is not None and shared_with_group(group, ref):
-            out.append(_group_claim(state, group, ref))
+            out.append((ref, _group_claim(state, group, ref)))
             continue
         if ref.resource_claim_name is not None:
             claim = state.claims.get((ns, ref.resource_claim_name))
             if claim is None:
                 raise ClaimNotFound(f'resourceclaim "{ns}/{ref.resource_claim_name}" not found')
-            out.append(claim)
+            out.append((ref, claim))
             continue
         if ref.name in statuses and statuses[ref.name] is None:
             continue  # the controller decided no claim is needed
@@ -167,7 +175,7 @@ def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
         if existing:
             claim = state.claims.get((ns, existing))
             if claim is not None:
-                out.append(claim)
+                out.append((ref, claim))
                 continue
         template = state.claim_templates.get((ns, ref.resource_claim_template_name or ""))
         if template is None:
@@ -192,7 +200,7 @@ def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
             },
             owner_references=(owner,),
         )
-        out.append(ResourceClaim(metadata=meta, spec=template.spec.spec))
+        out.append((ref, ResourceClaim(metadata=meta, spec=template.spec.spec)))
     return out
 
 

@@ -110,7 +110,13 @@ def test_a_nodepool_template_device_is_a_match() -> None:
         ),
     ]
     d = one(objs, "wants-b200", "WaitingForScaleUp")
-    assert d.fix == {"pool": "b200s", "add": 1, "costPerHour": 50.0, "verified": True}
+    assert d.fix == {
+        "action": "wait for the autoscaler's nodes",
+        "pool": "b200s",
+        "add": 1,
+        "costPerHour": 50.0,
+        "verified": True,
+    }
 
 
 # --- GangIncomplete --------------------------------------------------------------------------
@@ -186,13 +192,20 @@ def test_node_constraints_taint() -> None:
 
 def test_waiting_for_scale_up_single_pod() -> None:
     d = one(scenario_numa(), "finetune", "WaitingForScaleUp")
-    assert d.fix == {"pool": "right-numa", "add": 1, "costPerHour": 30.0, "verified": True}
+    assert d.fix == {
+        "action": "wait for the autoscaler's nodes",
+        "pool": "right-numa",
+        "add": 1,
+        "costPerHour": 30.0,
+        "verified": True,
+    }
 
 
 def test_waiting_for_scale_up_gang() -> None:
     result = audit(scenario_gang(per_domain=4))
     assert {d.category for d in result.values()} == {"WaitingForScaleUp"}
     assert result["train-0"].fix == {
+        "action": "wait for the autoscaler's nodes",
         "pool": "nvl72",
         "add": 4,
         "costPerHour": 393.28,
@@ -210,13 +223,20 @@ def test_pool_limit_max_nodes() -> None:
     assert result["first"].category == "WaitingForScaleUp"
     d = result["second"]
     assert d.category == "PoolLimitReached"
-    assert d.fix == {"pool": "gpu8", "maxNodes": 2, "add": 1, "verified": True}
+    assert d.fix == {
+        "action": "raise the pool's maxNodes",
+        "pool": "gpu8",
+        "maxNodes": 2,
+        "add": 1,
+        "verified": True,
+    }
     assert "maxNodes 1" in d.message
 
 
 def test_pool_limit_domain_size() -> None:
     d = one(scenario_gang(), "train-0", "PoolLimitReached")
     assert d.fix == {
+        "action": "raise the pool's nodesPerDomain",
         "pool": "nvl72",
         "add": 4,
         "nodesPerDomain": 3,
@@ -421,7 +441,13 @@ def test_rank_pools_before_capacity() -> None:
     """Capacity is exhausted, but a NodePool can add a node: the autoscaler's answer wins."""
     objs = [*sc.exhausted(), sc.node_pool("gpu8", "20", sc.gpus(8))]
     d = one(objs, "trainer", "WaitingForScaleUp")
-    assert d.fix == {"pool": "gpu8", "add": 1, "costPerHour": 20.0, "verified": True}
+    assert d.fix == {
+        "action": "wait for the autoscaler's nodes",
+        "pool": "gpu8",
+        "add": 1,
+        "costPerHour": 20.0,
+        "verified": True,
+    }
 
 
 def test_rank_capacity_before_topology() -> None:

@@ -106,7 +106,12 @@ class PoolAdvisor:
                 f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "
                 f"raise maxNodes to {need} so the autoscaler can add a node for it.",
                 evidence,
-                {"pool": name, "maxNodes": need, "add": need - pool.spec.max_nodes},
+                {
+                    "action": "raise the pool's maxNodes",
+                    "pool": name,
+                    "maxNodes": need,
+                    "add": need - pool.spec.max_nodes,
+                },
             )
         options, added = self.raised(domains=True)
         option = options.get(key)
@@ -115,6 +120,7 @@ class PoolAdvisor:
             pool = self.state.node_pools[name]
             topo = pool.spec.topology[0]
             fix: dict[str, Any] = {
+                "action": "raise the pool's nodesPerDomain",
                 "pool": name,
                 "add": len(option.nodes),
                 "nodesPerDomain": topo.nodes_per_domain,
@@ -191,5 +197,10 @@ def _waiting(option: Option) -> PoolVerdict:
         f"The autoscaler adds {add} node(s) of pool {pool} (${cost:g}/h) for it; it waits "
         "for them to join.",
         {"pool": pool, "add": add, "costPerHour": cost},
-        {"pool": pool, "add": add, "costPerHour": cost},
+        {
+            "action": "wait for the autoscaler's nodes",
+            "pool": pool,
+            "add": add,
+            "costPerHour": cost,
+        },
     )

@@ -344,3 +344,14 @@ def test_cordoned_nodes_with_room_are_not_blamed_on_the_pod() -> None:
     assert d.category == "NodeConstraints", d.to_dict()
     assert "have room but they are cordoned (e.g. gpu-l4-a" in d.message, d.message
     assert d.fix is not None and d.fix["uncordon"] == ["gpu-l4-a"] and d.fix["verified"]
+
+
+def test_no_headers_keeps_the_category_in_a_column(run_cli: Any) -> None:
+    path = str(REALISTIC / "cluster.yaml")
+    plain = run_cli("why", "-f", path, "--no-headers")
+    assert plain.code == 0, plain.err
+    categories = {
+        d["pod"]: d["category"] for d in run_cli("why", "-f", path, "-o", "json").json()["pods"]
+    }
+    rows = [line.split() for line in plain.out.splitlines()]
+    assert {f"{r[1]}/{r[2]}": r[0] for r in rows} == categories

@@ -10,7 +10,7 @@ import click
 from draplan.audit import CATEGORIES, why
 from draplan.cli.cmd_schedule import load_profile
 from draplan.cli.common import filename_option, load_state, output_option, shown_pods
-from draplan.cli.output import emit_document, emit_table
+from draplan.cli.output import emit_document, emit_table, no_headers
 from draplan.scheduler import build_profile
 
 
@@ -37,12 +37,18 @@ def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -
     order = sorted(groups, key=lambda c: (-sum(d.devices for d in groups[c]), CATEGORIES.index(c)))
     wide = output == "wide"
     headers = ["NAMESPACE", "NAME", "DEVICES", "MESSAGE"] + (["FIX"] if wide else [])
-    for category in order:
-        rows = [
+    rows = {
+        category: [
             [d.pod[0], d.pod[1], d.devices, d.message] + ([_fix(d.fix)] if wide else [])
             for d in groups[category]
         ]
-        emit_table(f"{category} ({len(rows)})", headers, rows)
+        for category in order
+    }
+    if no_headers():  # the tables' titles name the categories; without them, a column does
+        emit_table("", ["CATEGORY", *headers], [[c, *r] for c in order for r in rows[c]])
+        return
+    for category in order:
+        emit_table(f"{category} ({len(rows[category])})", headers, rows[category])
     if not diagnoses:
         click.echo("No pending pods.")
 

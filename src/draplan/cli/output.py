@@ -67,6 +67,11 @@ def remember_no_headers(ctx: click.Context, _param: click.Parameter, value: bool
     ctx.find_root().meta[_NO_HEADERS_KEY] = value
 
 
+def no_headers() -> bool:
+    """Whether `--no-headers` was given: tables print neither title nor header row."""
+    return bool(_setting(_NO_HEADERS_KEY))
+
+
 def _setting(key: str) -> Any:
     ctx = click.get_current_context(silent=True)
     return None if ctx is None else ctx.find_root().meta.get(key)
@@ -173,7 +178,7 @@ def _fit(text: str, wide: bool) -> str:
 
 
 def _print_rows(headers: list[str], rows: list[list[str]], title: str | None) -> None:
-    headerless = bool(_setting(_NO_HEADERS_KEY))
+    headerless = no_headers()
     shown = rows if headerless else [headers, *rows]
     widths = [max((len(r[i]) for r in shown if i < len(r)), default=0) for i in range(len(headers))]
     lines = [] if headerless or not title else [title]

@@ -22,6 +22,7 @@ DOC = {
             "kind": "Pod",
             "metadata": {"name": "a", "labels": {"app": "x"}, "annotations": {"k8s.io/os": "l"}},
             "n": 1000000,
+            "big": 1000000.0,
         },
         {"kind": "Pod", "metadata": {"name": "b"}, "n": 2.5, "ok": True},
     ],
@@ -32,7 +33,8 @@ DOC = {
     ("template", "expected"),
     [
         ("{.items[*].metadata.name}", "a b"),
-        ("{.items[0].n}", "1e+06"),  # Go's %v of a float64, as kubectl prints it
+        ("{.items[0].n}", "1000000"),  # an integer, as kubectl prints an int64
+        ("{.items[0].big}", "1e+06"),  # Go's %v of a float64
         ("{.items[1].ok}", "true"),
         ("{.items[-1].metadata.name}", "b"),
         ("{.items[0:1].metadata.name}", "a"),

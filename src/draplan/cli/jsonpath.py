@@ -6,9 +6,9 @@ printed as is; `{"\\n"}` string literals; `$` / `@`, `.field` (`\\.` a dot in it
 `['field']`, `..field` (recursive descent), `.*` / `[*]`, `[n]` (negative from the end), `[a:b]`
 / `[a:b:step]`, unions `[a,b]`, filters `[?(@.x == "v")]` (`==`, `!=`, `<`, `<=`, `>`, `>=`,
 or existence), and `{range …}…{end}`. Results print as client-go prints them: several results
-of one expression joined by a space, maps and lists as compact JSON with sorted keys, numbers as
-Go's `%v` of a float64 (`1e+06`), a missing field an error, as kubectl's `allowMissingKeys` is
-false.
+of one expression joined by a space, maps and lists as compact JSON with sorted keys, integers
+as integers (kubectl's unstructured objects hold them as int64) and other numbers as Go's `%v`
+of a float64 (`1e+06`), a missing field an error, as kubectl's `allowMissingKeys` is false.
 """
 
 from __future__ import annotations
@@ -307,8 +307,10 @@ def go_text(value: Any) -> str:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return _go_float(float(value))
+    if isinstance(value, int):
+        return str(value)  # kubectl's unstructured objects hold JSON integers as int64
+    if isinstance(value, float):
+        return _go_float(value)
     return str(value)
 
 

@@ -95,10 +95,7 @@ def _group_claim(
     `<group>-<claim>-xxxxx`, or as podgroup.status.resourceClaimStatuses records it)."""
     ns = group.metadata.namespace
     if ref.resource_claim_name is not None:
-        claim = state.claims.get((ns, ref.resource_claim_name))
-        if claim is None:
-            raise ClaimNotFound(f'resourceclaim "{ns}/{ref.resource_claim_name}" not found')
-        return claim
+        return _named_claim(state, ns, ref.resource_claim_name)
     recorded = {s.name: s.resource_claim_name for s in group.status.resource_claim_statuses}
     name = recorded.get(ref.name) or (
         f"{group.metadata.name}-{ref.name}-"[: MAX_BASE + 1]
@@ -107,16 +104,38 @@ def _group_claim(
     existing = state.claims.get((ns, name))
     if existing is not None:
         return existing
+    return _from_template(state, ref, name, group.api_version, "PodGroup", group.metadata, {})
+
+
+def _named_claim(state: ClusterState, ns: str, name: str) -> ResourceClaim:
+    claim = state.claims.get((ns, name))
+    if claim is None:
+        raise ClaimNotFound(f'resourceclaim "{ns}/{name}" not found')
+    return claim
+
+
+def _from_template(
+    state: ClusterState,
+    ref: PodResourceClaim,
+    name: str,
+    api_version: str,
+    kind: str,
+    owner: ObjectMeta,
+    annotations: dict[str, str],
+) -> ResourceClaim:
+    """The claim the controller makes from `ref`'s template for its owner (a Pod or a
+    PodGroup), as it would create it."""
+    ns = owner.namespace
     template = state.claim_templates.get((ns, ref.resource_claim_template_name or ""))
     if template is None:
         raise ClaimNotFound(
             f'resourceclaimtemplate "{ns}/{ref.resource_claim_template_name}" not found'
         )
-    owner = OwnerReference(
-        api_version=group.api_version,
-        kind="PodGroup",
-        name=group.metadata.name,
-        uid=group.metadata.uid,
+    reference = OwnerReference(
+        api_version=api_version,
+        kind=kind,
+        name=owner.name,
+        uid=owner.uid,
         controller=True,
         block_owner_deletion=True,
     )
@@ -124,8 +143,8 @@ def _group_claim(
         name=name,
         namespace=ns,
         labels=template.spec.metadata.labels,
-        annotations=template.spec.metadata.annotations,
-        owner_references=(owner,),
+        annotations={**template.spec.metadata.annotations, **annotations},
+        owner_references=(reference,),
     )
     return ResourceClaim(metadata=meta, spec=template.spec.spec)
 
@@ -164,10 +183,7 @@ def pod_claim_entries(
             out.append((ref, _group_claim(state, group, ref)))
             continue
         if ref.resource_claim_name is not None:
-            claim = state.claims.get((ns, ref.resource_claim_name))
-            if claim is None:
-                raise ClaimNotFound(f'resourceclaim "{ns}/{ref.resource_claim_name}" not found')
-            out.append((ref, claim))
+            out.append((ref, _named_claim(state, ns, ref.resource_claim_name)))
             continue
         if ref.name in statuses and statuses[ref.name] is None:
             continue  # the controller decided no claim is needed
@@ -177,30 +193,9 @@ def pod_claim_entries(
             if claim is not None:
                 out.append((ref, claim))
                 continue
-        template = state.claim_templates.get((ns, ref.resource_claim_template_name or ""))
-        if template is None:
-            raise ClaimNotFound(
-                f'resourceclaimtemplate "{ns}/{ref.resource_claim_template_name}" not found'
-            )
-        owner = OwnerReference(
-            api_version="v1",
-            kind="Pod",
-            name=pod.metadata.name,
-            uid=pod.metadata.uid,
-            controller=True,
-            block_owner_deletion=True,
-        )
-        meta = ObjectMeta(
-            name=existing or generated_claim_name(pod, ref.name),
-            namespace=ns,
-            labels=template.spec.metadata.labels,
-            annotations={
-                **template.spec.metadata.annotations,
-                POD_CLAIM_ANNOTATION: ref.name,
-            },
-            owner_references=(owner,),
-        )
-        out.append((ref, ResourceClaim(metadata=meta, spec=template.spec.spec)))
+        name = existing or generated_claim_name(pod, ref.name)
+        annotations = {POD_CLAIM_ANNOTATION: ref.name}
+        out.append((ref, _from_template(state, ref, name, "v1", "Pod", pod.metadata, annotations)))
     return out
 
 

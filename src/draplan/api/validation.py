@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from draplan.api import core_v1, draplan_v1alpha1, resource_v1, scheduling
+from draplan.api import core_v1, draplan_v1alpha1, resource_v1, resource_v1alpha3, scheduling
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 
@@ -506,6 +506,15 @@ def validate_pod_group_v1beta1(pg: scheduling.PodGroupV1Beta1) -> None:
         raise fail("spec.schedulingPolicy.gang.minCount", "must be at least 1")
 
 
+def validate_pool_status_request(req: resource_v1alpha3.ResourcePoolStatusRequest) -> None:
+    check_dns_subdomain(req.spec.driver, "spec.driver", MAX_DOMAIN_LENGTH)
+    if req.spec.pool_name is not None and not req.spec.pool_name:
+        raise fail("spec.poolName", "must not be empty when set")
+    limit = req.spec.limit
+    if limit is not None and not 1 <= limit <= resource_v1alpha3.LIMIT_MAX:
+        raise fail("spec.limit", f"must be between 1 and {resource_v1alpha3.LIMIT_MAX}")
+
+
 _VALIDATORS: dict[type, object] = {
     resource_v1.ResourceSlice: validate_resource_slice,
     resource_v1.DeviceClass: validate_device_class,
@@ -514,6 +523,7 @@ _VALIDATORS: dict[type, object] = {
     core_v1.Node: validate_node,
     draplan_v1alpha1.NodePool: validate_node_pool,
     resource_v1.DeviceTaintRule: validate_device_taint_rule,
+    resource_v1alpha3.ResourcePoolStatusRequest: validate_pool_status_request,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
     scheduling.WorkloadV1Alpha2: validate_workload_templates,
     scheduling.WorkloadV1Beta1: validate_workload_templates,

@@ -67,8 +67,10 @@ class Search:
         self.pools = state.pools_for_node(node)
         self.pool_by_id: dict[PoolID, Pool] = {p.id: p for p in self.pools}
         self.slots = build_slots(self.claims, state.device_classes)
+        sets = "DRAListTypeAttributes" in state.features
         self.constraints = [
-            [ClaimConstraint.of(c) for c in claim.spec.devices.constraints] for claim in self.claims
+            [ClaimConstraint.of(c, sets) for c in claim.spec.devices.constraints]
+            for claim in self.claims
         ]
         self.alloc_excl: dict[DeviceID, list[int]] = {}
         self.alloc_cap: dict[DeviceID, dict[str, int]] = {}
@@ -429,7 +431,7 @@ class Search:
         k = spec.count
         if len(cands) < k:
             return False
-        unbound = [c for c in cons if c.match and c.bound is None]
+        unbound = [c for c in cons if c.groups_by_value and c.bound is None]
         distinct = [c for c in cons if not c.match]
         if distinct and len({tuple(c.value(v) for c in distinct) for v in cands}) < k:
             return False

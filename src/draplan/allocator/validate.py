@@ -203,8 +203,21 @@ def _check_claim(
             values.append(found.attribute(attr) if found else None)
         if any(v is None for v in values):
             out.append(f"{label}: constraint #{i}: a device lacks attribute {attr}")
+        elif "DRAListTypeAttributes" in state.features:
+            # KEP-5491's set semantics: a common element / pairwise disjoint sets.
+            sets = [_as_set(v) for v in values if v is not None]
+            if con.match_attribute and sets and not frozenset.intersection(*sets):
+                out.append(f"{label}: constraint #{i}: matchAttribute {attr} has no common value")
+            elif con.distinct_attribute and sum(map(len, sets)) != len(frozenset().union(*sets)):
+                out.append(f"{label}: constraint #{i}: distinctAttribute {attr} values overlap")
         elif con.match_attribute and len(set(values)) > 1:
             out.append(f"{label}: constraint #{i}: matchAttribute {attr} differs")
         elif con.distinct_attribute and len(set(values)) != len(values):
             out.append(f"{label}: constraint #{i}: distinctAttribute {attr} repeats")
     return out
+
+
+def _as_set(value: tuple[str, object]) -> frozenset[tuple[str, object]]:
+    """An attribute's typed elements; a scalar is a set of one."""
+    kind, raw = value
+    return frozenset((kind, x) for x in (raw if isinstance(raw, tuple) else (raw,)))

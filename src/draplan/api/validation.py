@@ -199,7 +199,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     for name, attr in dev.attributes.items():
         apath = f"{path}.attributes[{name}]"
         check_qualified_name(name, apath)
-        set_count = sum(v is not None for v in (attr.int_, attr.bool_, attr.string, attr.version))
+        values = (attr.int_, attr.bool_, attr.string, attr.version)
+        lists = (attr.ints, attr.bools, attr.strings, attr.versions)
+        set_count = sum(v is not None for v in (*values, *lists))
         if set_count != 1:
             raise fail(apath, f"exactly one value must be specified, got {set_count}")
         if attr.int_ is not None and not INT64_MIN <= attr.int_ <= INT64_MAX:
@@ -209,6 +211,7 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
                 raise fail(apath, "value may not be longer than 64")
         if attr.version is not None and not SEMVER.match(attr.version):
             raise fail(f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0")
+        validate_list_attribute(attr, apath)
     multi = dev.allow_multiple_allocations is True
     for name, cap in dev.capacity.items():
         cpath = f"{path}.capacity[{name}]"
@@ -255,6 +258,26 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
+
+
+def validate_list_attribute(attr: resource_v1.DeviceAttribute, path: str) -> None:
+    """KEP-5491's list values: non-empty, each element valid as its scalar would be."""
+    name = attr.list_field()
+    items = attr.list_value()
+    if items is None:
+        return
+    if not items:
+        raise fail(f"{path}.{name}", "must not be empty")
+    for k, item in enumerate(items):
+        ipath = f"{path}.{name}[{k}]"
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise fail(ipath, f"value {item} does not fit in int64")
+        elif isinstance(item, str):
+            if len(item) > MAX_ATTRIBUTE_VALUE_LENGTH:
+                raise fail(ipath, "value may not be longer than 64")
+            if name == "versions" and not SEMVER.match(item):
+                raise fail(ipath, f"invalid value {item!r}: must be semver 2.0.0")
 
 
 def validate_device_taint(taint: resource_v1.DeviceTaint, path: str) -> None:

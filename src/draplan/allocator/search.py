@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from draplan.allocator.capacity import consumption
+from draplan.allocator.compatibility import compatible
 from draplan.allocator.constraints import ClaimConstraint
 from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
 from draplan.allocator.requests import (
@@ -59,6 +60,10 @@ class Search:
         self.mine_rule = mines
         self.partitionable = "DRAPartitionableDevices" in state.features
         self.taints = "DRADeviceTaints" in state.features
+        self.compatibility = "DRADeviceCompatibilityGroups" in state.features
+        # Per (pool, counter set): the compatibilityGroups of each device on it, allocated
+        # before (computed when first needed) and picked here (appended and popped).
+        self.on_counter_set: dict[tuple[PoolID, str], list[frozenset[str]]] = {}
         # Per (sub)request, in device order: the selector error of each mine.
         self.mines: dict[int, dict[DeviceID, AllocationError]] = {}
         self.node = node
@@ -321,6 +326,8 @@ class Search:
                     return None
         if self.taints and taint_blocks(view, spec.tolerations):
             return None
+        if self.compatibility and not self._compatible(view):
+            return None
         cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
         for c in cons:
             if not (c.upstream_admits(view) if upstream else c.admits(view)):
@@ -343,6 +350,10 @@ class Search:
             if base + amount > view.capacity[name]:
                 return None
         # Commit the tentative allocation.
+        if self.compatibility:
+            for cc in view.device.consumes_counters:
+                members = self.on_counter_set[(view.pool_id, cc.counter_set)]
+                members.append(frozenset(cc.compatibility_groups))
         if use_counters:
             for ckey, amount in view.consumes:
                 k = (view.pool_id, ckey)
@@ -388,6 +399,32 @@ class Search:
         for c in self.constraints[spec.claim_index]:
             if c.applies(spec.parent, spec.name):
                 c.remove(view, spec.parent)
+        if self.compatibility:
+            for cc in view.device.consumes_counters:
+                self.on_counter_set[(view.pool_id, cc.counter_set)].pop()
+
+    def _compatible(self, view: DeviceView) -> bool:
+        for cc in view.device.consumes_counters:
+            key = (view.pool_id, cc.counter_set)
+            members = self.on_counter_set.get(key)
+            if members is None:
+                members = self.on_counter_set[key] = self._allocated_groups(key)
+            if not compatible([*members, frozenset(cc.compatibility_groups)]):
+                return False
+        return True
+
+    def _allocated_groups(self, key: tuple[PoolID, str]) -> list[frozenset[str]]:
+        """The groups of the devices on a counter set that the cluster has allocated."""
+        pool = self.pool_by_id.get(key[0])
+        out: list[frozenset[str]] = []
+        for v in pool.devices if pool is not None else ():
+            if self.state.in_use(v.id) or self.state.shared_use(v.id) is not None:
+                out.extend(
+                    frozenset(cc.compatibility_groups)
+                    for cc in v.device.consumes_counters
+                    if cc.counter_set == key[1]
+                )
+        return out
 
     # --- the search ----------------------------------------------------------------------
 

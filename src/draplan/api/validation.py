@@ -35,6 +35,7 @@ MAX_COUNTER_SETS = 8
 MAX_COUNTERS_PER_SET = 32
 MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
 MAX_TAINTS = 16
+MAX_COMPATIBILITY_GROUPS = 2  # DRADeviceCompatibilityGroups, 1.37
 # KEP-5055: "None" (1.35+) records a taint without effect, e.g. to try a rule before NoExecute.
 DEVICE_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 MAX_TOLERATIONS = 16
@@ -230,6 +231,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         if not cc.counters:
             raise fail(f"{path}.consumesCounters[{j}].counters", "required value")
         check_max(cc.counters, MAX_COUNTERS_PER_SET, f"{path}.consumesCounters[{j}].counters")
+        gpath = f"{path}.consumesCounters[{j}].compatibilityGroups"
+        check_max(cc.compatibility_groups, MAX_COMPATIBILITY_GROUPS, gpath)
+        check_unique(cc.compatibility_groups, gpath)
     selection = [
         n
         for n, on in (

@@ -58,7 +58,7 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
                 continue
             counts["tolerated"] += 1
             if search._static_fit(spec, view) is False:
-                if consumption(view, spec.capacity) is None or view.multi:
+                if consumption(view, spec.capacity, search.fractional) is None or view.multi:
                     continue
                 counts["capacityFits"] += 1
                 continue

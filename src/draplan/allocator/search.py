@@ -61,6 +61,7 @@ class Search:
         self.partitionable = "DRAPartitionableDevices" in state.features
         self.taints = "DRADeviceTaints" in state.features
         self.compatibility = "DRADeviceCompatibilityGroups" in state.features
+        self.fractional = "DRAFractionalCapacityRange" in state.features
         # Per (pool, counter set): the compatibilityGroups of each device on it, allocated
         # before (computed when first needed) and picked here (appended and popped).
         self.on_counter_set: dict[tuple[PoolID, str], list[frozenset[str]]] = {}
@@ -146,7 +147,7 @@ class Search:
             return False
         if self.taints and taint_blocks(view, spec.tolerations):
             return False
-        consumed = consumption(view, spec.capacity)
+        consumed = consumption(view, spec.capacity, self.fractional)
         if consumed is None:
             return False
         shared = self.state.shared_use(view.id) if view.multi else None
@@ -219,7 +220,7 @@ class Search:
             for view in pool.devices:
                 if not self.selectable(spec, view):
                     continue
-                consumed = consumption(view, spec.capacity)
+                consumed = consumption(view, spec.capacity, self.fractional)
                 if consumed is None:
                     continue
                 shared = self.state.shared_use(view.id) if view.multi else None
@@ -340,7 +341,7 @@ class Search:
                 if must:
                     raise _PairwiseOnly
                 return None
-        consumed = consumption(view, spec.capacity)
+        consumed = consumption(view, spec.capacity, self.fractional)
         if consumed is None:
             return None
         shared = self.state.shared_use(dev) if multi else None

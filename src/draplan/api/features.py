@@ -101,8 +101,9 @@ GATES = {
         ),
         _gate(
             "DRAFractionalCapacityRange",
-            (True,),
-            "on only: capacity arithmetic is exact to 1n",
+            BOTH,
+            "on: a validRange with a fractional min, max or step rounds in milli units; "
+            "off: in whole units",
             v1_37=Spec("Beta", True),
         ),
         _gate(

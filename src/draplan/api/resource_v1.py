@@ -13,6 +13,8 @@ from draplan.api.quantity import Quantity
 GROUP_VERSION = "resource.k8s.io/v1"
 # Set on claims generated from a template: the pod's spec.resourceClaims entry they serve.
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# Set on claims generated for a PodGroup (KEP-5729): the group's spec.resourceClaims entry.
+PODGROUP_CLAIM_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
 # The extended resource a DeviceClass stands for when it names none (DRAExtendedResource).
 EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 

@@ -4,6 +4,10 @@ every member lands where that allocation is reachable."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from draplan.api.features import FeatureGates, defaults, feature_gates
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.scheduling import (
@@ -115,3 +119,31 @@ def test_a_generated_group_claim_is_annotated_with_the_groups_entry() -> None:
     Scheduler(build_profile()).run(state)
     (claim,) = state.claims.values()
     assert claim.metadata.annotations["resource.kubernetes.io/podgroup-claim-name"] == "gpu"
+
+
+K137 = Path(__file__).parent / "data" / "k137"
+GATE = ("--feature-gates", "DRAWorkloadResourceClaims=true")
+
+
+def test_the_autoscaler_adds_one_node_for_the_group_claim(run_cli: Any) -> None:
+    files = ("-f", str(K137 / "cluster.yaml"), "-f", str(K137 / "group-claims.yaml"))
+    result = run_cli("scale", *files, *GATE, "-o", "json")
+    assert result.code == 0, result.err
+    (up,) = json.loads(result.out)["scaleUp"]
+    assert (up["pool"], up["add"], up["pods"]) == ("h100", 1, ["default/pair-0", "default/pair-1"])
+    why = json.loads(run_cli("why", *files, *GATE, "-o", "json").out)
+    pair = [p for p in why["pods"] if p["pod"].startswith("default/pair-")]
+    assert [p["category"] for p in pair] == ["WaitingForScaleUp"] * 2
+    assert all(p["evidence"]["groupClaims"]["podGroup"] == "default/pair" for p in pair)
+
+
+def test_no_pool_can_fit_a_group_claim_no_node_holds(run_cli: Any, tmp_path: Path) -> None:
+    text = (K137 / "group-claims.yaml").read_text().replace("count: 2", "count: 3")
+    (tmp_path / "three.yaml").write_text(text)
+    files = ("-f", str(K137 / "cluster.yaml"), "-f", str(tmp_path / "three.yaml"))
+    why = json.loads(run_cli("why", *files, *GATE, "-o", "json").out)
+    pair = [p for p in why["pods"] if p["pod"].startswith("default/pair-")]
+    assert [p["category"] for p in pair] == ["NoPoolCanFit"] * 2
+    for p in pair:
+        assert "PodGroup 'pair' claim 'gpus' request gpus needs 3 device(s)" in p["message"]
+        assert p["evidence"]["groupClaims"]["claims"][0]["name"] == "gpus"

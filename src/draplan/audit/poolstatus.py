@@ -121,7 +121,8 @@ def _deduct(cost: dict[tuple[str, str], int], avail: dict[tuple[str, str], int])
 def _partition_summary(
     state: ClusterState, pool: _Pool, default_attribute: str | None
 ) -> tuple[tuple[PartitionTypeStatus, ...], str]:
-    declares = any(rs.spec.partition_type_attribute for rs in pool.slices)
+    # The request's default applies only where no slice with devices names an attribute.
+    declares = any(rs.spec.partition_type_attribute and rs.spec.devices for rs in pool.slices)
     avail: dict[tuple[str, str], int] = {
         (cs.name, name): nanos(c.value)
         for rs in pool.slices
@@ -182,12 +183,12 @@ def _shareable_summary(state: ClusterState, pool: _Pool) -> ShareableSummaryStat
     for _, dev in pool.devices():
         if dev.allow_multiple_allocations is not True:
             continue
-        use = state.shared_use((pool.driver, pool.name, dev.name))
-        if use is None:
+        if not _in_use(state, pool.driver, pool.name, dev):
             full += 1
         else:
-            partial += 1
-            for name, amount in use.consumed.items():
+            partial += 1  # in use at all, however much capacity is left
+            use = state.shared_use((pool.driver, pool.name, dev.name))
+            for name, amount in (use.consumed if use is not None else {}).items():
                 consumed[name] = consumed.get(name, 0) + amount
         for name, cap in dev.capacity.items():
             total[name] = total.get(name, 0) + nanos(cap.value)
@@ -292,7 +293,7 @@ def compare_request(state: ClusterState, req: ResourcePoolStatusRequest) -> dict
         if ours is None:
             differences.append(Difference(label, "pool", "present", "absent"))
         else:
-            for name in (*COUNTS, "partitionSummary", "shareableSummary"):
+            for name in (*COUNTS, "validationError", "partitionSummary", "shareableSummary"):
                 if s.get(name) != d.get(name):
                     differences.append(Difference(label, name, s.get(name), d.get(name)))
         pools.append({"pool": label, "server": s, "draplan": d or None})

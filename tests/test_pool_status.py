@@ -188,3 +188,13 @@ def test_request_round_trips_and_validates() -> None:
         decode({**raw, "spec": {"driver": "gpu.example.com", "limit": 0}})
     with pytest.raises(BadInput, match=r"spec\.driver"):
         decode({**raw, "spec": {}})
+
+
+def test_a_1_36_cluster_reports_counts_only() -> None:
+    # 1.36's controller has no partition or shareable summaries: none computed, none compared.
+    pools = by_pool("1.36")
+    assert pools["gpu.example.com/node-b"].partition_summary == ()
+    assert pools["nic.example.com/node-a"].shareable_summary is None
+    st = state("1.36")
+    nics = next(r for r in answered_requests(st) if r.metadata.name == "check-nics")
+    assert compare_request(st, nics)["agrees"]

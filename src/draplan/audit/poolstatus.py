@@ -10,6 +10,8 @@ a claim other than an admin-access one holds it (draplan's ledgers). partitionSu
 counter-consuming devices by their partition type attribute and counts, per type, how many
 free ones the counters left after the devices in use could still take, one type at a time;
 shareableSummary counts shared devices with and without allocations and sums their capacity.
+The two summaries are 1.37's (1.36's controller reports counts only), so they are neither
+computed nor compared for a 1.36 cluster.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from draplan.cluster.devices import from_nanos, nanos
 from draplan.cluster.state import ClusterState
 
 UNAVAILABLE_EFFECTS = ("NoSchedule", "NoExecute")
+SUMMARIES = ("partitionSummary", "shareableSummary")
 # The fields compared between the server's answer and draplan's.
 COUNTS = (
     "resourceSliceCount",
@@ -206,6 +209,11 @@ def _shareable_summary(state: ClusterState, pool: _Pool) -> ShareableSummaryStat
     return ShareableSummaryStatus(full, partial, capacity)
 
 
+def _summaries(state: ClusterState) -> bool:
+    """Whether the modelled release's controller reports partition and shareable summaries."""
+    return tuple(int(p) for p in state.features.version.split(".")) >= (1, 37)
+
+
 def _status(state: ClusterState, pool: _Pool, default_attribute: str | None) -> PoolStatus:
     nodes = {rs.spec.node_name or "" for rs in pool.slices}
     node = next(iter(nodes)) if len(nodes) == 1 else ""
@@ -231,7 +239,11 @@ def _status(state: ClusterState, pool: _Pool, default_attribute: str | None) -> 
         total += 1
         allocated += _in_use(state, pool.driver, pool.name, dev)
         unavailable += _unavailable(state, pool.driver, pool.name, dev)
-    partitions, error = _partition_summary(state, pool, default_attribute)
+    partitions: tuple[PartitionTypeStatus, ...] = ()
+    error, shareable = "", None
+    if _summaries(state):
+        partitions, error = _partition_summary(state, pool, default_attribute)
+        shareable = _shareable_summary(state, pool)
     return PoolStatus(
         driver=base.driver,
         pool_name=base.pool_name,
@@ -244,7 +256,7 @@ def _status(state: ClusterState, pool: _Pool, default_attribute: str | None) -> 
         node_name=base.node_name,
         validation_error=error or None,
         partition_summary=partitions,
-        shareable_summary=_shareable_summary(state, pool),
+        shareable_summary=shareable,
     )
 
 
@@ -293,7 +305,8 @@ def compare_request(state: ClusterState, req: ResourcePoolStatusRequest) -> dict
         if ours is None:
             differences.append(Difference(label, "pool", "present", "absent"))
         else:
-            for name in (*COUNTS, "validationError", "partitionSummary", "shareableSummary"):
+            compared = (*COUNTS, "validationError", *(SUMMARIES if _summaries(state) else ()))
+            for name in compared:
                 if s.get(name) != d.get(name):
                     differences.append(Difference(label, name, s.get(name), d.get(name)))
         pools.append({"pool": label, "server": s, "draplan": d or None})

@@ -197,6 +197,7 @@ def check_without_list_attributes(expression: str) -> None:
 def clear_caches() -> None:
     """Forget compiled programs, per-device inputs and results (call between snapshots)."""
     compile_selector.cache_clear()
+    check_without_list_attributes.cache_clear()
     _results.clear()
     _activations.clear()
 

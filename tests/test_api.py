@@ -331,6 +331,59 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ]
         },
     },
+    ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest"): {
+        "metadata": {"name": "check-gpus"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "poolName": "node-1",
+            "limit": 10,
+            "defaultPartitionTypeAttribute": "gpu.nvidia.com/profile",
+        },
+        "status": {
+            "poolCount": 1,
+            "pools": [
+                {
+                    "driver": "gpu.nvidia.com",
+                    "poolName": "node-1",
+                    "generation": 2,
+                    "resourceSliceCount": 2,
+                    "totalDevices": 3,
+                    "allocatedDevices": 1,
+                    "availableDevices": 2,
+                    "unavailableDevices": 0,
+                    "nodeName": "node-1",
+                    "partitionSummary": [
+                        {
+                            "attribute": "gpu.nvidia.com/profile",
+                            "type": "1g.10gb",
+                            "total": 2,
+                            "allocatable": 0,
+                        }
+                    ],
+                    "shareableSummary": {
+                        "fullyAvailableDevices": 0,
+                        "partiallyAvailableDevices": 1,
+                        "capacity": [
+                            {
+                                "name": "memory",
+                                "total": "40Gi",
+                                "consumed": "10Gi",
+                                "available": "30Gi",
+                            }
+                        ],
+                    },
+                }
+            ],
+            "conditions": [
+                {
+                    "type": "Complete",
+                    "status": "True",
+                    "reason": "CalculationComplete",
+                    "lastTransitionTime": "2026-09-01T10:05:00Z",
+                }
+            ],
+        },
+    },
     ("scheduling.k8s.io/v1beta1", "Workload"): {
         "metadata": {**NS_META, "name": "llm"},
         "spec": {
@@ -537,7 +590,7 @@ def test_unknown_fields_are_ignored() -> None:
     noisy = copy.deepcopy(doc)
     noisy["metadata"]["managedFields"] = [{"manager": "kubelet", "operation": "Update"}]
     noisy["spec"]["futureField"] = {"nested": [1, 2, 3]}
-    noisy["spec"]["devices"][0]["attributes"]["index"]["ints"] = [0, 1]
+    noisy["spec"]["devices"][0]["attributes"]["index"]["floats"] = [0.5, 1.5]
     noisy["spec"]["devices"][0]["somethingNew"] = True
     noisy["status"] = {"whatever": "x"}
     obj = decode(noisy)

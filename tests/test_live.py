@@ -696,3 +696,43 @@ def test_forbidden_configmaps_are_a_notice(serve: Any, run_cli: Any, tmp_path: P
     assert "NodePool (draplan.io/v1alpha1)" not in result.json()["kinds"]
     assert "notice: configmaps not read: forbidden (403)" in result.err
     assert "verbs [list] on resources [configmaps]" in result.err
+
+
+def test_pool_status_requests_are_read_where_served(serve: Any, tmp_path: Path) -> None:
+    group = json.loads((LIVE / "dra-v1/apis/resource.k8s.io.json").read_text())
+    group["versions"].append({"groupVersion": "resource.k8s.io/v1alpha3", "version": "v1alpha3"})
+    request = {
+        "metadata": {"name": "check-gpus", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {"driver": "gpu.example.com"},
+        "status": {"poolCount": 0, "conditions": [{"type": "Complete", "status": "True"}]},
+    }
+    served = serve(
+        "dra-v1",
+        "common",
+        routes={
+            "/apis/resource.k8s.io": group,
+            "/apis/resource.k8s.io/v1alpha3": {
+                "kind": "APIResourceList",
+                "groupVersion": "resource.k8s.io/v1alpha3",
+                "resources": [
+                    {"name": "resourcepoolstatusrequests", "verbs": ["get", "list"]},
+                ],
+            },
+            "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests": {
+                "kind": "ResourcePoolStatusRequestList",
+                "items": [request],
+            },
+        },
+    )
+    read = read_cluster(LiveOptions(kubeconfig=_kubeconfig(tmp_path, served.url)))
+    (got,) = [o for o, _ in read.objects if o.kind == "ResourcePoolStatusRequest"]
+    assert got.api_version == "resource.k8s.io/v1alpha3" and got.status is not None
+    assert read.counts["ResourcePoolStatusRequest (resource.k8s.io/v1alpha3)"] == 1
+    # Not served (most clusters): nothing is read and nothing is said.
+    notes: list[str] = []
+    plain = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, serve("dra-v1", "common").url)),
+        notify=notes.append,
+    )
+    assert not any(o.kind == "ResourcePoolStatusRequest" for o, _ in plain.objects)
+    assert not any("resourcepoolstatusrequests" in n.lower() for n in notes)

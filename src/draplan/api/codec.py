@@ -9,7 +9,15 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from draplan.api import autoscaling, core_v1, draplan_v1alpha1, kueue, resource_v1, scheduling
+from draplan.api import (
+    autoscaling,
+    core_v1,
+    draplan_v1alpha1,
+    kueue,
+    resource_v1,
+    resource_v1alpha3,
+    scheduling,
+)
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 from draplan.api.quantity import Quantity
@@ -30,6 +38,10 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("resource.k8s.io/v1", "ResourceClaim"): resource_v1.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): resource_v1.ResourceClaimTemplate,
     ("resource.k8s.io/v1", "DeviceTaintRule"): resource_v1.DeviceTaintRule,
+    (
+        "resource.k8s.io/v1alpha3",
+        "ResourcePoolStatusRequest",
+    ): resource_v1alpha3.ResourcePoolStatusRequest,
     ("scheduling.k8s.io/v1", "PriorityClass"): scheduling.PriorityClass,
     ("scheduling.k8s.io/v1alpha1", "Workload"): scheduling.WorkloadV1Alpha1,
     ("scheduling.k8s.io/v1alpha2", "Workload"): scheduling.WorkloadV1Alpha2,

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from draplan.api import core_v1, draplan_v1alpha1, resource_v1, scheduling
+from draplan.api import core_v1, draplan_v1alpha1, resource_v1, resource_v1alpha3, scheduling
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 
@@ -35,6 +35,7 @@ MAX_COUNTER_SETS = 8
 MAX_COUNTERS_PER_SET = 32
 MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
 MAX_TAINTS = 16
+MAX_COMPATIBILITY_GROUPS = 2  # DRADeviceCompatibilityGroups, 1.37
 # KEP-5055: "None" (1.35+) records a taint without effect, e.g. to try a rule before NoExecute.
 DEVICE_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 MAX_TOLERATIONS = 16
@@ -199,7 +200,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     for name, attr in dev.attributes.items():
         apath = f"{path}.attributes[{name}]"
         check_qualified_name(name, apath)
-        set_count = sum(v is not None for v in (attr.int_, attr.bool_, attr.string, attr.version))
+        values = (attr.int_, attr.bool_, attr.string, attr.version)
+        lists = (attr.ints, attr.bools, attr.strings, attr.versions)
+        set_count = sum(v is not None for v in (*values, *lists))
         if set_count != 1:
             raise fail(apath, f"exactly one value must be specified, got {set_count}")
         if attr.int_ is not None and not INT64_MIN <= attr.int_ <= INT64_MAX:
@@ -209,6 +212,7 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
                 raise fail(apath, "value may not be longer than 64")
         if attr.version is not None and not SEMVER.match(attr.version):
             raise fail(f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0")
+        validate_list_attribute(attr, apath)
     multi = dev.allow_multiple_allocations is True
     for name, cap in dev.capacity.items():
         cpath = f"{path}.capacity[{name}]"
@@ -227,6 +231,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         if not cc.counters:
             raise fail(f"{path}.consumesCounters[{j}].counters", "required value")
         check_max(cc.counters, MAX_COUNTERS_PER_SET, f"{path}.consumesCounters[{j}].counters")
+        gpath = f"{path}.consumesCounters[{j}].compatibilityGroups"
+        check_max(cc.compatibility_groups, MAX_COMPATIBILITY_GROUPS, gpath)
+        check_unique(cc.compatibility_groups, gpath)
     selection = [
         n
         for n, on in (
@@ -255,6 +262,26 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
+
+
+def validate_list_attribute(attr: resource_v1.DeviceAttribute, path: str) -> None:
+    """KEP-5491's list values: non-empty, each element valid as its scalar would be."""
+    name = attr.list_field()
+    items = attr.list_value()
+    if items is None:
+        return
+    if not items:
+        raise fail(f"{path}.{name}", "must not be empty")
+    for k, item in enumerate(items):
+        ipath = f"{path}.{name}[{k}]"
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise fail(ipath, f"value {item} does not fit in int64")
+        elif isinstance(item, str):
+            if len(item) > MAX_ATTRIBUTE_VALUE_LENGTH:
+                raise fail(ipath, "value may not be longer than 64")
+            if name == "versions" and not SEMVER.match(item):
+                raise fail(ipath, f"invalid value {item!r}: must be semver 2.0.0")
 
 
 def validate_device_taint(taint: resource_v1.DeviceTaint, path: str) -> None:
@@ -506,6 +533,15 @@ def validate_pod_group_v1beta1(pg: scheduling.PodGroupV1Beta1) -> None:
         raise fail("spec.schedulingPolicy.gang.minCount", "must be at least 1")
 
 
+def validate_pool_status_request(req: resource_v1alpha3.ResourcePoolStatusRequest) -> None:
+    check_dns_subdomain(req.spec.driver, "spec.driver", MAX_DOMAIN_LENGTH)
+    if req.spec.pool_name is not None and not req.spec.pool_name:
+        raise fail("spec.poolName", "must not be empty when set")
+    limit = req.spec.limit
+    if limit is not None and not 1 <= limit <= resource_v1alpha3.LIMIT_MAX:
+        raise fail("spec.limit", f"must be between 1 and {resource_v1alpha3.LIMIT_MAX}")
+
+
 _VALIDATORS: dict[type, object] = {
     resource_v1.ResourceSlice: validate_resource_slice,
     resource_v1.DeviceClass: validate_device_class,
@@ -514,6 +550,7 @@ _VALIDATORS: dict[type, object] = {
     core_v1.Node: validate_node,
     draplan_v1alpha1.NodePool: validate_node_pool,
     resource_v1.DeviceTaintRule: validate_device_taint_rule,
+    resource_v1alpha3.ResourcePoolStatusRequest: validate_pool_status_request,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
     scheduling.WorkloadV1Alpha2: validate_workload_templates,
     scheduling.WorkloadV1Beta1: validate_workload_templates,

@@ -28,7 +28,7 @@ from draplan.api.resource_v1 import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from draplan.cel import CelError, compile_selector
+from draplan.cel import CelError, check_without_list_attributes, compile_selector
 from draplan.cluster.devices import (
     CounterKey,
     DeviceID,
@@ -58,9 +58,41 @@ def key_of(obj: KubeStruct) -> ObjectKey:
     return (meta.namespace, meta.name)
 
 
-def _check_selectors(obj: KubeStruct, source: str) -> None:
+def _check_gated_fields(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+    """Fields of an alpha feature whose gate is off: the API server drops them, which leaves
+    the object invalid or different, so their presence is an error here."""
+    if not isinstance(obj, ResourceSlice):
+        return
+    for i, dev in enumerate(obj.spec.devices):
+        path = f"spec.devices[{i}]"
+        if "DRAListTypeAttributes" not in features:
+            for name, attr in dev.attributes.items():
+                if attr.list_field():
+                    raise BadInput(
+                        f"list-typed attribute values need the DRAListTypeAttributes feature "
+                        f"gate (off in Kubernetes {features.version})",
+                        source=source,
+                        kind=obj.kind,
+                        name=obj.metadata.name,
+                        path=f"{path}.attributes[{name}].{attr.list_field()}",
+                    )
+        if "DRADeviceCompatibilityGroups" not in features:
+            for j, cc in enumerate(dev.consumes_counters):
+                if cc.compatibility_groups:
+                    raise BadInput(
+                        f"compatibilityGroups need the DRADeviceCompatibilityGroups feature "
+                        f"gate (off in Kubernetes {features.version})",
+                        source=source,
+                        kind=obj.kind,
+                        name=obj.metadata.name,
+                        path=f"{path}.consumesCounters[{j}].compatibilityGroups",
+                    )
+
+
+def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     """CEL selectors must compile, as the API server checks at admission; draplan.api cannot
-    check it (it sits below draplan.cel), so it is checked where a snapshot is assembled."""
+    check it (it sits below draplan.cel), so it is checked where a snapshot is assembled.
+    Without DRAListTypeAttributes there is no includes()."""
     groups: list[tuple[str, tuple[DeviceSelector, ...]]] = []
     if isinstance(obj, DeviceClass):
         groups.append(("spec.selectors", obj.spec.selectors))
@@ -79,6 +111,8 @@ def _check_selectors(obj: KubeStruct, source: str) -> None:
                 continue
             try:
                 compile_selector(sel.cel.expression)
+                if "DRAListTypeAttributes" not in features:
+                    check_without_list_attributes(sel.cel.expression)
             except CelError as err:
                 raise BadInput(
                     str(err),
@@ -171,7 +205,8 @@ class ClusterState:
                     name="/".join(p for p in key if p),
                 )
             state.origin[okey] = source
-            _check_selectors(obj, source)
+            _check_selectors(obj, source, features)
+            _check_gated_fields(obj, source, features)
             if isinstance(obj, Node):
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):

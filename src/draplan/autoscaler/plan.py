@@ -11,8 +11,9 @@ from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, Provisio
 from draplan.api.codec import to_builtins
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, move_options
+from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.legacy import lossy_state
-from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.provreq import (
     EXPIRY,
     booking_state,

@@ -32,6 +32,8 @@ class Option:
     devices: int = 0
     # Accelerators the option's nodes strand (the FGD measure); only the gRPC expander weighs it.
     stranded: float = 0.0
+    # Nodes that will be added when not `len(nodes)` (Cluster Autoscaler's count, for its options).
+    count: int | None = None
     # Which pending pods each new node is added for (wasted if none of them ever runs there).
     intended: dict[str, list[ObjectKey]] = field(default_factory=dict)
 
@@ -41,4 +43,4 @@ class Option:
 
     @property
     def cost_per_hour(self) -> float:
-        return self.price * len(self.nodes)
+        return self.price * (len(self.nodes) if self.count is None else self.count)

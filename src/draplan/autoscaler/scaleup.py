@@ -204,19 +204,32 @@ class ScaleUpPlanner:
             self.scheduler.run(state)
         for _ in range(MAX_ROUNDS):
             pods = pending_pods(state)
-            if not pods:
-                break
-            budget = Budget(state, self.pools, self.limits, plan.cost_per_hour)
-            gangs, solo = self._units(state, pods)
-            before = len(plan.placed)
-            for gang, members in gangs:
-                self._plan_gang(state, gang, members, plan, budget)
-            if solo:
-                self.estimator.new_round()
-                self._plan_classes(state, self.classes(state, solo), plan, budget)
-            if len(plan.placed) == before:
+            if not pods or not self._round(state, pods, plan):
                 break
         return plan
+
+    def plan_pods(self, state: ClusterState, pods: Sequence[Pod]) -> ScaleUp:
+        """New nodes for `pods` alone, pending pods of `state` that no existing node takes (as
+        Cluster Autoscaler hands an expander); mutates `state` like `plan`."""
+        plan = ScaleUp()
+        keys = sorted({key_of(p) for p in pods})
+        for _ in range(MAX_ROUNDS):
+            left = [state.pods[k] for k in keys if not state.pods[k].spec.node_name]
+            if not left or not self._round(state, left, plan):
+                break
+        return plan
+
+    def _round(self, state: ClusterState, pods: list[Pod], plan: ScaleUp) -> bool:
+        """One round: gangs, then the other pods; whether it placed any pod."""
+        budget = Budget(state, self.pools, self.limits, plan.cost_per_hour)
+        gangs, solo = self._units(state, pods)
+        before = len(plan.placed)
+        for gang, members in gangs:
+            self._plan_gang(state, gang, members, plan, budget)
+        if solo:
+            self.estimator.new_round()
+            self._plan_classes(state, self.classes(state, solo), plan, budget)
+        return len(plan.placed) != before
 
     def _units(
         self, state: ClusterState, pods: list[Pod]

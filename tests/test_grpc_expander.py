@@ -19,8 +19,9 @@ from draplan.api.meta import KubeStruct
 from draplan.autoscaler.templates import NodeNamer, make_node
 from draplan.cluster.state import ClusterState
 from draplan.grpcplugin import TLSRequired, add_expander
-from draplan.grpcplugin.decode import pod_from_bytes
-from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc, k8s_pb2
+from draplan.grpcplugin.decode import node_from_bytes, pod_from_bytes
+from draplan.grpcplugin.encode import node_message, pod_message
+from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
 from draplan.sources import load_objects
 
 DATA = Path(__file__).parent / "data" / "expander" / "shape.yaml"
@@ -29,45 +30,6 @@ NODEGROUP = "eks.amazonaws.com/nodegroup"
 
 def _state() -> ClusterState:
     return ClusterState.from_objects(load_objects([str(DATA)]))
-
-
-# --- draplan values → protobuf messages with upstream's field numbers ---------------------------
-
-
-def _meta(m: k8s_pb2.ObjectMeta, name: str, namespace: str, labels: dict[str, str]) -> None:
-    m.name = name
-    m.namespace = namespace
-    m.labels.update(labels)
-
-
-def pod_message(pod: Pod) -> k8s_pb2.Pod:
-    out = k8s_pb2.Pod()
-    _meta(out.metadata, pod.metadata.name, pod.metadata.namespace, pod.metadata.labels)
-    out.metadata.uid = pod.metadata.uid
-    for c in pod.spec.containers:
-        mc = out.spec.containers.add(name=c.name, image=c.image)
-        for k, q in c.resources.requests.items():
-            mc.resources.requests[k].string = str(q)
-        for claim in c.resources.claims:
-            mc.resources.claims.add(name=claim.name, request=claim.request)
-    for rc in pod.spec.resource_claims:
-        mrc = out.spec.resourceClaims.add(name=rc.name)
-        if rc.resource_claim_template_name is not None:
-            mrc.resourceClaimTemplateName = rc.resource_claim_template_name
-        if rc.resource_claim_name is not None:
-            mrc.resourceClaimName = rc.resource_claim_name
-    out.status.phase = "Pending"
-    return out
-
-
-def node_message(node: Node) -> k8s_pb2.Node:
-    out = k8s_pb2.Node()
-    _meta(out.metadata, node.metadata.name, "", node.metadata.labels)
-    for k, q in node.status.allocatable.items():
-        out.status.allocatable[k].string = str(q)
-    for t in node.spec.taints:
-        out.spec.taints.add(key=t.key, value=t.value, effect=t.effect)
-    return out
 
 
 def template(state: ClusterState, pool: str) -> Node:
@@ -326,3 +288,27 @@ def test_hand_encoded_pod_bytes_decode_with_upstream_field_numbers() -> None:
     ours = pod_from_bytes(pod_message(_state().pods["default", "train-0"]).SerializeToString())
     assert ours.spec.resource_claims == pod.spec.resource_claims
     assert ours.spec.containers[0].resources.claims == c.resources.claims
+
+
+REALISTIC = Path(__file__).parent / "data" / "realistic"
+
+
+def test_realistic_pods_and_nodes_survive_the_wire() -> None:
+    """Every pod and node of the realistic dump, through draplan's messages and back, keeps
+    what draplan models (but spec.workloadRef / schedulingGroup, not in the messages yet)."""
+    state = ClusterState.from_objects(load_objects([str(REALISTIC / "cluster.yaml")]))
+    assert state.pods and state.nodes
+    for pod in state.pods.values():
+        back = pod_from_bytes(pod_message(pod).SerializeToString())
+        spec = msgspec.structs.replace(pod.spec, workload_ref=None, scheduling_group=None)
+        assert back.spec == spec, pod.metadata.name
+        meta = pod.metadata
+        assert (back.metadata.name, back.metadata.namespace) == (meta.name, meta.namespace)
+        assert back.metadata.labels == meta.labels
+        assert back.metadata.annotations == meta.annotations
+        assert back.metadata.owner_references == meta.owner_references
+    for node in state.nodes.values():
+        again = node_from_bytes(node_message(node).SerializeToString())
+        assert again.metadata.labels == node.metadata.labels
+        assert again.spec == node.spec
+        assert again.status == node.status

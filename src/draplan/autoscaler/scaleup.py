@@ -670,6 +670,37 @@ class ScaleUpPlanner:
         plan.placed.update((k, placed[k]) for k in option.pods)
         plan.options.append(option)
 
+    # --- the node set alone -------------------------------------------------------------------
+
+    def units(self, state: ClusterState, pods: list[Pod]) -> tuple[list[Gang], list[Pod]]:
+        """The gangs among `pods` (as the scheduler groups them) and the other pods."""
+        gangs, solo = self._units(state, pods)
+        return [g for g, _ in gangs], solo
+
+    def node_set(
+        self, state: ClusterState, classes: list[PodClass]
+    ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
+        """Nodes (a pool and the pods per class it holds) for every pod of `classes`, within
+        the pools' room, without building them: whole nodes greedily, else the exact choice;
+        each content was placed by the scheduler on a template node (`estimator`), so nodes
+        of one content are interchangeable. None when the pools cannot hold them all."""
+        caps: Capacities = {}
+        for pool in self.pools:
+            for i, cap in enumerate(self.capacity(state, pool, classes)):
+                if cap.pods:
+                    caps[pool.metadata.name, i] = cap
+        if not all(
+            any((p.metadata.name, i) in caps for p in self.pools) for i in range(len(classes))
+        ):
+            return None
+        self.estimator.new_round()
+        own = costopt.own_costs(len(classes), self.pools, _price, _per_node(caps))
+        budget = Budget(state, self.pools, self.limits, 0.0)
+        chosen = self._by_node(state, classes, caps, own, budget.copy())
+        if chosen is None:
+            chosen, _ = self._cheapest(state, classes, caps, budget)
+        return chosen
+
     # --- one pool on its own ---------------------------------------------------------------
 
     def simulate(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> Option | None:

@@ -24,9 +24,9 @@ import grpc
 from draplan.api.codec import decode
 from draplan.autoscaler.templates import make_node
 from draplan.cluster.state import ClusterState
-from draplan.grpcplugin import add_expander
 from draplan.grpcplugin.encode import node_message, pod_message
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
+from draplan.grpcplugin.server import add_expander
 
 DRIVER = "gpu.example.com"
 ROOT = "resource.kubernetes.io/pcieRoot"

@@ -18,10 +18,10 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.meta import KubeStruct
 from draplan.autoscaler.templates import NodeNamer, make_node
 from draplan.cluster.state import ClusterState
-from draplan.grpcplugin import TLSRequired, add_expander
 from draplan.grpcplugin.decode import node_from_bytes, pod_from_bytes
 from draplan.grpcplugin.encode import node_message, pod_message
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
+from draplan.grpcplugin.server import TLSRequired, add_expander
 from draplan.sources import load_objects
 
 DATA = Path(__file__).parent / "data" / "expander" / "shape.yaml"

@@ -11,7 +11,7 @@ import click
 
 from draplan.cli.cmd_schedule import load_profile
 from draplan.cli.common import filename_option, load_state
-from draplan.grpcplugin import Judge, TLSRequired, start_expander_server
+from draplan.grpcplugin import Judge
 from draplan.scheduler import Scheduler, build_profile
 
 
@@ -39,6 +39,8 @@ def expander(
     once (-f or --kubeconfig); `draplan serve` keeps it current instead."""
     if not insecure and not (tls_cert and tls_key):
         raise click.UsageError("--tls-cert and --tls-key are required unless --insecure")
+    from draplan.grpcplugin.server import TLSRequired, start_expander_server
+
     state = load_state(filenames)
     judge = Judge(Scheduler(build_profile(load_profile(profile_path))))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -1,20 +1,8 @@
-"""Cluster Autoscaler's gRPC expander served by draplan (`draplan expander`, `serve`)."""
+"""Cluster Autoscaler's gRPC expander served by draplan (`draplan expander`, `serve`).
 
-from draplan.grpcplugin.judge import Answer, Candidate, Judge, Verdict
-from draplan.grpcplugin.server import (
-    ExpanderServicer,
-    TLSRequired,
-    add_expander,
-    start_expander_server,
-)
+The server (`draplan.grpcplugin.server`: `start_expander_server`, `add_expander`) is imported
+on its own, so that what only judges options (the simulator) does not load gRPC."""
 
-__all__ = [
-    "Answer",
-    "Candidate",
-    "ExpanderServicer",
-    "Judge",
-    "TLSRequired",
-    "Verdict",
-    "add_expander",
-    "start_expander_server",
-]
+from draplan.grpcplugin.judge import Answer, Candidate, Judge, Verdict, ca_chooser
+
+__all__ = ["Answer", "Candidate", "Judge", "Verdict", "ca_chooser"]

@@ -16,9 +16,11 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.audit.metrics import workload_shapes
 from draplan.audit.stranded import StrandedMeter, accelerator_classes
+from draplan.autoscaler.ca import CAOption, least_waste
 from draplan.autoscaler.estimator import Capacity, PodClass
 from draplan.autoscaler.expanders import DEVICE_AWARE, rank
 from draplan.autoscaler.options import Limits, Option
+from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.scaleup import ScaleUpPlanner
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.autoscaler.utilization import waste
@@ -228,3 +230,21 @@ class Judge:
             add_new_node(state, make_node(state, pool, name, labels))
             result = self.scheduler.schedule_pod(state, pod, [name])
         return result.reason.message if result.reason is not None else ""
+
+
+def ca_chooser(judge: Judge) -> CAChooser:
+    """Cluster Autoscaler with draplan as its gRPC expander: draplan's pick among CA's options,
+    else CA's least-waste (the expander CA falls back to when the answer is empty)."""
+
+    def choose(state: ClusterState, options: list[CAOption]) -> CAOption | None:
+        offered = [
+            Candidate(o.pool.metadata.name, o.node_count, tuple(state.pods[k] for k in o.pods))
+            for o in options
+        ]
+        answer = judge.answer(state, offered)
+        if answer.kept:
+            best = answer.kept[0].candidate.group_id
+            return next(o for o in options if o.pool.metadata.name == best)
+        return least_waste(state, options)
+
+    return choose

@@ -23,6 +23,7 @@ from draplan.grpcplugin.encode import node_message, pod_message
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
 from draplan.grpcplugin.server import TLSRequired, add_expander
 from draplan.sources import load_objects
+from scale_scenarios import load, scenario_gang
 
 DATA = Path(__file__).parent / "data" / "expander" / "shape.yaml"
 NODEGROUP = "eks.amazonaws.com/nodegroup"
@@ -312,3 +313,19 @@ def test_realistic_pods_and_nodes_survive_the_wire() -> None:
         assert again.metadata.labels == node.metadata.labels
         assert again.spec == node.spec
         assert again.status == node.status
+
+
+@pytest.mark.parametrize(("per_domain", "kept"), [(3, []), (4, ["nvl72"])])
+def test_a_gang_is_kept_only_when_one_topology_domain_holds_it(
+    per_domain: int, kept: list[str]
+) -> None:
+    """Four 8-GPU members of a Kueue pod group that requires one NVLink clique: CA's four
+    nodes hold them pod by pod, but only cliques of four nodes hold the gang together."""
+    state = load(scenario_gang(per_domain=per_domain, api="kueue"))
+    server, port = _serve(state, None)
+    try:
+        with grpc.insecure_channel(f"localhost:{port}") as channel:
+            answer = Stub(channel).BestOptions(request(state, [("nvl72", 4)]), timeout=10)
+        assert groups(answer) == kept
+    finally:
+        server.stop(None)

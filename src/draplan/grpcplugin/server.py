@@ -16,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-from draplan.api.core_v1 import Node
+from draplan.api.core_v1 import Node, Pod
 from draplan.cluster.state import ClusterState
 from draplan.grpcplugin.decode import (
     MalformedObject,
@@ -48,9 +48,13 @@ def candidates(request: expander_pb2.BestOptionsRequest) -> list[Candidate]:
         if group not in templates:
             templates[group] = node_from_message(message)
     out = []
+    decoded: dict[bytes, Pod] = {}  # CA offers the same pods to many groups
     for option in request.options:
         if option.podBytes:
-            pods = tuple(pod_from_bytes(raw) for raw in option.podBytes)
+            pods = tuple(
+                decoded[raw] if raw in decoded else decoded.setdefault(raw, pod_from_bytes(raw))
+                for raw in option.podBytes
+            )
         else:
             pods = tuple(pod_from_message(p) for p in option.pod)
         out.append(
@@ -72,10 +76,17 @@ def _log(answer: Answer) -> None:
 class ExpanderServicer(expander_pb2_grpc.ExpanderServicer):
     """BestOptions over the state of `state_provider`, one request at a time."""
 
-    def __init__(self, state_provider: StateProvider, judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        state_provider: StateProvider,
+        judge: Judge | None = None,
+        lock: threading.Lock | None = None,
+    ) -> None:
         self.state_provider = state_provider
         self.judge = judge or Judge(Scheduler(build_profile()))
-        self.lock = threading.Lock()  # the state is forked and reverted per request
+        # The state is forked and reverted per request: whoever else changes it (serve's
+        # watch) shares this lock.
+        self.lock = lock or threading.Lock()
 
     def BestOptions(
         self, request: expander_pb2.BestOptionsRequest, context: grpc.ServicerContext
@@ -102,13 +113,14 @@ def add_expander(
     *,
     insecure: bool = False,
     judge: Judge | None = None,
+    lock: threading.Lock | None = None,
 ) -> int:
     """Serve the expander on `server` at `addr` (TLS from the PEM files unless `insecure`);
     the port bound."""
     if not insecure and not (tls_cert and tls_key):
         raise TLSRequired("the expander needs --tls-cert and --tls-key (or --insecure)")
     expander_pb2_grpc.add_ExpanderServicer_to_server(
-        ExpanderServicer(state_provider, judge), server
+        ExpanderServicer(state_provider, judge, lock), server
     )
     if insecure:
         return server.add_insecure_port(addr)
@@ -125,9 +137,20 @@ def start_expander_server(
     *,
     insecure: bool = False,
     judge: Judge | None = None,
+    lock: threading.Lock | None = None,
 ) -> grpc.Server:
-    """A started gRPC server answering CA's expander calls at `addr`; stop it with `.stop()`."""
+    """A started gRPC server answering CA's expander calls at `addr`; stop it with `.stop()`.
+    `state_provider` is called under `lock` for every request."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    add_expander(server, addr, tls_cert, tls_key, state_provider, insecure=insecure, judge=judge)
+    add_expander(
+        server,
+        addr,
+        tls_cert,
+        tls_key,
+        state_provider,
+        insecure=insecure,
+        judge=judge,
+        lock=lock,
+    )
     server.start()
     return server

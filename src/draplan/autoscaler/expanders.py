@@ -66,7 +66,7 @@ def rank(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) ->
     while left:
         best = choose(left, chain)
         out.append(best)
-        left.remove(best)
+        left = [o for o in left if o is not best]  # equal options stay distinct
     return out
 
 

@@ -5,10 +5,13 @@ draplan's own messages, upstream's field numbers; one request hand-encoded byte 
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
+from typing import Any
 
 import grpc
 import msgspec
@@ -329,3 +332,35 @@ def test_a_gang_is_kept_only_when_one_topology_domain_holds_it(
         assert groups(answer) == kept
     finally:
         server.stop(None)
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def test_the_command_refuses_to_serve_without_tls(run_cli: Any) -> None:
+    res = run_cli("expander", "--listen", "localhost:0", "-f", str(DATA))
+    assert res.code == 2 and "--tls-cert and --tls-key are required" in res.err
+
+
+def test_the_command_serves_cluster_autoscaler(tls: tuple[str, str, bytes]) -> None:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    cert, key, root = tls
+    command = [sys.executable, "-c", "from draplan.cli.main import main; main()", "expander"]
+    command += ["--listen"]
+    command += [f"localhost:{port}", "--tls-cert", cert, "--tls-key", key, "-f", str(DATA)]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        assert "listening on" in proc.stderr.readline()
+        creds = grpc.ssl_channel_credentials(root_certificates=root)
+        with grpc.secure_channel(f"localhost:{port}", creds) as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            answer = Stub(channel).BestOptions(
+                request(_state(), [("flat8", 2), ("pcie4", 2)]), timeout=30
+            )
+        assert groups(answer) == ["pcie4"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -14,6 +14,7 @@ BENCHES = (
     "bench_allocator.py",
     "bench_scheduler.py",
     "bench_autoscaler.py",
+    "bench_expander.py",
     "bench_audit.py",
     "bench_openb_frag.py",
     "bench_openb.py",

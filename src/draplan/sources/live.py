@@ -108,6 +108,25 @@ RESOURCES: tuple[Resource, ...] = (
         namespaced=True,
         optional=True,
     ),
+    # Node groups to derive pools from when no NodePool is given (autoscaler.derived):
+    # Karpenter's NodePools and Cluster Autoscaler's clusterapi node groups.
+    Resource("karpenter.sh", "NodePool", "nodepools", ("v1",), optional=True),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachineDeployment",
+        "machinedeployments",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+    ),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachinePool",
+        "machinepools",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+    ),
     # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
     Resource(
         "",

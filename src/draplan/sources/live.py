@@ -43,6 +43,8 @@ class Resource:
     label_selector: str = ""
     # Read when allowed: a refused list is a notice, not a failure.
     optional: bool = False
+    # Most clusters do not serve the group (another autoscaler's kinds): no notice then.
+    quiet: bool = False
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -110,7 +112,7 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     # Node groups to derive pools from when no NodePool is given (autoscaler.derived):
     # Karpenter's NodePools and Cluster Autoscaler's clusterapi node groups.
-    Resource("karpenter.sh", "NodePool", "nodepools", ("v1",), optional=True),
+    Resource("karpenter.sh", "NodePool", "nodepools", ("v1",), optional=True, quiet=True),
     Resource(
         "cluster.x-k8s.io",
         "MachineDeployment",
@@ -118,6 +120,7 @@ RESOURCES: tuple[Resource, ...] = (
         ("v1beta2", "v1beta1"),
         namespaced=True,
         optional=True,
+        quiet=True,
     ),
     Resource(
         "cluster.x-k8s.io",
@@ -126,6 +129,7 @@ RESOURCES: tuple[Resource, ...] = (
         ("v1beta2", "v1beta1"),
         namespaced=True,
         optional=True,
+        quiet=True,
     ),
     # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
     Resource(
@@ -325,7 +329,8 @@ def read_cluster(
         for res in RESOURCES:
             version = disc.pick(res)
             if version is None:
-                missing.setdefault(res.group, []).append(res.kind)
+                if not (res.quiet and disc.versions(res.group) is None):
+                    missing.setdefault(res.group, []).append(res.kind)
             else:
                 plan.append((res, version))
                 result.versions.setdefault(res.group, version)

@@ -1,8 +1,8 @@
 """`--prices FILE`: dollars per node-hour by pool name or instance type, for pools derived
 from a cluster's node groups (hand-written NodePools carry their own `pricePerHour`).
 
-YAML (or JSON): one mapping, `name: price`. CSV: `name,price` lines; a first line whose price
-is not a number (e.g. `name,pricePerHour`) is a header. Blank lines and `#` comments are
+YAML (or JSON): one mapping, `name: price`. CSV (a `.csv` file): `name,price` lines; a first
+line starting `name,` (e.g. `name,pricePerHour`) is a header. Blank lines and `#` comments are
 skipped. A name is a pool's name (`h100`, a Karpenter NodePool, an EKS node group) or an
 instance type (`p5.48xlarge`); a pool's own name wins over its nodes' instance type.
 """
@@ -42,7 +42,7 @@ def load_prices(path: str) -> dict[str, str]:
             for r in csv.reader(io.StringIO(text))
             if r and r[0].strip() and not r[0].lstrip().startswith("#")
         ]
-        if rows and len(rows[0]) >= 2 and not _is_number(rows[0][1]):
+        if rows and rows[0][0].strip().lower() == "name":
             rows = rows[1:]  # the header
         out: dict[str, str] = {}
         for i, row in enumerate(rows):
@@ -60,10 +60,3 @@ def load_prices(path: str) -> dict[str, str]:
         raise BadInput("expected a mapping of name to price", source=path)
     return {str(k): _price(v, path, str(k)) for k, v in doc.items()}
 
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

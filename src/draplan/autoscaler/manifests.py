@@ -276,4 +276,3 @@ def manifests(
     if target == "draplan":
         return draplan_manifests(plan, state)
     return ca_manifests(plan, state, check_first)
-

@@ -59,4 +59,3 @@ def load_prices(path: str) -> dict[str, str]:
     if not isinstance(doc, dict):
         raise BadInput("expected a mapping of name to price", source=path)
     return {str(k): _price(v, path, str(k)) for k, v in doc.items()}
-

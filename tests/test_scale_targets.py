@@ -16,11 +16,11 @@ import yaml
 
 from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ProvisioningRequest
 from draplan.api.codec import decode
+from draplan.api.core_v1 import Pod
 from draplan.api.karpenter import NodeClaim
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.derived import derive_pools
 from draplan.autoscaler.manifests import ca_manifests
-from draplan.api.core_v1 import Pod
 from draplan.cluster.state import ClusterState, key_of
 from draplan.sources.files import load_files
 from scale_scenarios import scenario_gang, write

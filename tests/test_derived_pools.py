@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from draplan.api.codec import decode
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
@@ -23,11 +25,13 @@ from draplan.sources.files import load_files
 from draplan.sources.prices import load_prices
 
 DUMP = Path(__file__).parent / "data" / "realistic"
-PRICES = str(DUMP / "prices.yaml")
+GROUPS = Path(__file__).parent / "data" / "node-groups"
+PRICES = str(GROUPS / "prices.yaml")
 
 
 def _state(*names: str) -> ClusterState:
-    return ClusterState.from_objects(load_files([str(DUMP / n) for n in names]))
+    paths = [str((DUMP if n == "cluster.yaml" else GROUPS) / n) for n in names]
+    return ClusterState.from_objects(load_files(paths))
 
 
 def _derived(*names: str) -> ClusterState:
@@ -69,7 +73,11 @@ def test_labelled_dump_gets_one_pool_per_node_group_copying_its_first_node() -> 
 def test_derived_pools_plan_as_the_hand_written_ones() -> None:
     """pools.yaml copies the same nodes at the same prices: the plans must agree."""
     derived = _plan(_derived("cluster.yaml"))
-    written = _plan(_state("cluster.yaml", "pools.yaml"))
+    written = _plan(
+        ClusterState.from_objects(
+            load_files([str(DUMP / "cluster.yaml"), str(DUMP / "pools.yaml")])
+        )
+    )
     assert _scale_up(derived) == _scale_up(written)
     assert _scale_up(derived) == {
         "h100": (2, ["research/finetune-numa-0", "research/train-8-0"], 196.64)
@@ -78,12 +86,13 @@ def test_derived_pools_plan_as_the_hand_written_ones() -> None:
 
 
 def test_hand_written_pools_win_and_nothing_is_derived(run_cli: Any) -> None:
-    out = run_cli(
-        "scale", "-f", str(DUMP / "cluster.yaml"), "-f", str(DUMP / "pools.yaml"), "-o", "json"
-    )
+    files = ["-f", str(DUMP / "cluster.yaml"), "-f", str(DUMP / "pools.yaml")]
+    out = run_cli("scale", *files, "--prices", PRICES, "--target", "draplan", "-o", "yaml")
     assert out.code == 0, out.err
-    # pools.yaml's h100 allows 4 nodes: 2 exist, 2 added; derived ones would allow 100.
-    assert out.json()["scaleUp"][0]["pool"] == "h100"
+    [pool] = [d for d in yaml.safe_load_all(out.out) if d and d["kind"] == "NodePool"]
+    assert pool["apiVersion"] == "draplan.io/v1alpha1"
+    assert pool["spec"]["maxNodes"] == 4  # pools.yaml's; a derived pool would allow 100
+    assert DERIVED_FROM not in pool["metadata"]["annotations"]
 
 
 def test_scale_plans_a_dump_with_no_nodepool(run_cli: Any, tmp_path: Path) -> None:
@@ -171,6 +180,74 @@ def test_capi_owner_annotation_names_the_pool() -> None:
     assert found is not None and found.metadata.name == "workers"
 
 
+def _group_state(*objects: Any) -> ClusterState:
+    return ClusterState.from_objects([decode(o) for o in objects])
+
+
+def _node(name: str, labels: dict[str, str], annotations: dict[str, str], pid: str = "") -> Any:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"providerID": pid} if pid else {},
+    }
+
+
+def _scalable(kind: str, name: str, high: int, **spec: Any) -> Any:
+    return {
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": "capi",
+            "annotations": {
+                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": str(high)
+            },
+        },
+        "spec": spec,
+    }
+
+
+def test_a_node_group_claims_its_nodes_before_their_labels_do() -> None:
+    """The MachinePool's node is labelled with another node-group name: one pool, the
+    MachinePool's, and the node belongs to it."""
+    state = _group_state(
+        _node("n-b", {"eks.amazonaws.com/nodegroup": "ng-a"}, {}, "aws:///z/i-b"),
+        _node("n-a", {"eks.amazonaws.com/nodegroup": "ng-a"}, {}, "aws:///z/i-a"),
+        _scalable("MachinePool", "mp-a", 3, providerIDList=["aws:///z/i-a", "aws:///z/i-b"]),
+    )
+    derived = derive_pools(state)
+    assert {n: p.spec.from_node for n, p in derived.pools.items()} == {"mp-a": "n-a"}
+
+
+def test_machine_deployment_nodes_by_their_machine_sets_owner_annotation() -> None:
+    owned = {
+        "cluster.x-k8s.io/owner-kind": "MachineSet",
+        "cluster.x-k8s.io/owner-name": "md-1-x7k2p",
+    }
+    state = _group_state(
+        _node("w-2", {}, owned),
+        _node("w-1", {}, owned),
+        _node("other", {}, {"cluster.x-k8s.io/owner-name": "md-10-aaaaa"}),
+        _scalable("MachineDeployment", "md-1", 2),
+    )
+    derived = derive_pools(state)
+    assert {n: (p.spec.from_node, p.spec.max_nodes) for n, p in derived.pools.items()} == {
+        "md-1": ("w-1", 2)
+    }
+    state.node_pools.update(derived.pools)
+    assert [n.metadata.name for n in pool_members(state, derived.pools["md-1"])] == ["w-1", "w-2"]
+
+
+def test_an_empty_group_without_capacity_annotations_is_left_out() -> None:
+    state = _group_state(_scalable("MachineDeployment", "bare", 2))
+    derived = derive_pools(state)
+    assert not derived.pools
+    assert derived.skipped == [
+        "MachineDeployment capi/bare: no node and no cpu/memory capacity annotations"
+    ]
+
+
 # --- Karpenter -----------------------------------------------------------------------------------
 
 
@@ -186,7 +263,7 @@ def test_karpenter_limits_and_weight_size_the_pools() -> None:
 
 
 def test_karpenter_limit_stops_the_second_h100_node(run_cli: Any) -> None:
-    files = ["-f", str(DUMP / "cluster.yaml"), "-f", str(DUMP / "karpenter-nodepools.yaml")]
+    files = ["-f", str(DUMP / "cluster.yaml"), "-f", str(GROUPS / "karpenter-nodepools.yaml")]
     doc = run_cli("scale", *files, "--prices", PRICES, "-o", "json").json()
     assert [(u["pool"], u["add"]) for u in doc["scaleUp"]] == [("h100", 1)]
     blocked = {b["pod"]: b for b in doc["notTriggerScaleUp"]}

@@ -27,7 +27,8 @@ from scale_scenarios import scenario_gang, write
 
 HERE = Path(__file__).parent / "data"
 DUMP = HERE / "realistic"
-PRICES = str(DUMP / "prices.yaml")
+GROUPS = HERE / "node-groups"
+PRICES = str(GROUPS / "prices.yaml")
 SCHEMA = json.loads((HERE / "provisioning" / "provisioningrequest-v1.schema.json").read_text())
 PLANNED = ["research/finetune-numa-0", "research/train-8-0"]
 
@@ -86,7 +87,7 @@ def test_a_gang_is_one_atomic_request(run_cli: Any, tmp_path: Path) -> None:
 
 
 def test_eks_dump_asks_each_group_for_its_nodes(run_cli: Any) -> None:
-    docs = _docs(run_cli, "-f", str(DUMP / "eks-cluster.yaml"), "--prices", PRICES)
+    docs = _docs(run_cli, "-f", str(GROUPS / "eks-cluster.yaml"), "--prices", PRICES)
     requests = _check_ca(docs)
     pins = {
         pr["metadata"]["name"]: {
@@ -171,7 +172,7 @@ def test_karpenter_target_writes_a_node_claim_per_new_node(run_cli: Any) -> None
         "-f",
         str(DUMP / "cluster.yaml"),
         "-f",
-        str(DUMP / "karpenter-nodepools.yaml"),
+        str(GROUPS / "karpenter-nodepools.yaml"),
         "--target",
         "karpenter",
     )

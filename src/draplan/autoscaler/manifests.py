@@ -168,7 +168,7 @@ def ca_manifests(
         for group, members in sorted(groups.items()):
             ns = members[0][0]
             if group[0] == "gang":
-                base = _dns_name(*group[3:]) or _dns_name(members[0][1])
+                base = _dns_name(*group[3:]) if group[3:] else _dns_name(members[0][1])
             else:
                 base = _dns_name("draplan", option.pool.metadata.name)
             out.extend(_request(state, ns, unique(ns, base), members, cls, pin))

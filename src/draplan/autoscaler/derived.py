@@ -40,14 +40,10 @@ from draplan.api.karpenter import NODEPOOL_LABEL, KarpenterNodePool
 from draplan.api.meta import ObjectMeta
 from draplan.api.quantity import Quantity
 from draplan.api.resource_v1 import ResourceSliceSpec
+from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.state import ClusterState
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-NODE_GROUP_LABELS = (
-    NODEPOOL_LABEL,
-    "eks.amazonaws.com/nodegroup",
-    "cloud.google.com/gke-nodepool",
-)
 DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its source
 DEFAULT_MAX_NODES = 100
 
@@ -70,19 +66,8 @@ def _price(prices: Mapping[str, str], name: str, node: Node | None, labels: dict
     return "0"
 
 
-def _pool(
-    name: str, source: str, price: str, low: int, high: int, priority: int = 0, **spec: object
-) -> NodePool:
-    return NodePool(
-        metadata=ObjectMeta(name=name, annotations={DERIVED_FROM: source}),
-        spec=NodePoolSpec(
-            min_nodes=low,
-            max_nodes=max(high, low),
-            price_per_hour=price,
-            priority=priority,
-            **spec,  # type: ignore[arg-type]
-        ),
-    )
+def _pool(name: str, source: str, spec: NodePoolSpec) -> NodePool:
+    return NodePool(metadata=ObjectMeta(name=name, annotations={DERIVED_FROM: source}), spec=spec)
 
 
 def _capi_members(state: ClusterState, res: ScalableResource) -> list[Node]:
@@ -165,29 +150,25 @@ def _from_capi(
         members = [n for n in _capi_members(state, res) if n.metadata.name not in claimed]
         if members:
             rep = members[0]
-            labels = rep.metadata.labels
-            out.pools[name] = _pool(
-                name,
-                where,
-                _price(prices, name, rep, labels),
-                low,
-                high,
+            spec = NodePoolSpec(
+                min_nodes=low,
+                max_nodes=high,
+                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
                 from_node=rep.metadata.name,
             )
         elif notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY):
             template, slices = _from_zero(res)
-            out.pools[name] = _pool(
-                name,
-                where,
-                _price(prices, name, None, template.metadata.labels),
-                low,
-                high,
+            spec = NodePoolSpec(
+                min_nodes=low,
+                max_nodes=high,
+                price_per_hour=_price(prices, name, None, template.metadata.labels),
                 template=template,
                 resource_slices=slices,
             )
         else:
             out.skipped.append(f"{where}: no node and no cpu/memory capacity annotations")
             continue
+        out.pools[name] = _pool(name, where, spec)
         claimed.update(n.metadata.name for n in members)
 
 
@@ -240,11 +221,12 @@ def _from_karpenter(
         out.pools[name] = _pool(
             name,
             f"Karpenter NodePool {name}",
-            _price(prices, name, rep, rep.metadata.labels),
-            0,
-            high,
-            priority=kp.spec.weight or 0,
-            from_node=rep.metadata.name,
+            NodePoolSpec(
+                max_nodes=high,
+                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                priority=kp.spec.weight or 0,
+                from_node=rep.metadata.name,
+            ),
         )
         claimed.update(n.metadata.name for n in members)
 
@@ -272,10 +254,11 @@ def _from_labels(
         out.pools[name] = _pool(
             name,
             f"label {key}",
-            _price(prices, name, rep, rep.metadata.labels),
-            0,
-            max(default_max, len(members)),
-            from_node=rep.metadata.name,
+            NodePoolSpec(
+                max_nodes=max(default_max, len(members)),
+                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                from_node=rep.metadata.name,
+            ),
         )
 
 

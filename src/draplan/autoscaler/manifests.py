@@ -42,10 +42,11 @@ from draplan.api.karpenter import (
 )
 from draplan.api.meta import ObjectMeta
 from draplan.api.quantity import Quantity
-from draplan.autoscaler.derived import INSTANCE_TYPE, NODE_GROUP_LABELS
+from draplan.autoscaler.derived import INSTANCE_TYPE
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.plan import Plan
 from draplan.autoscaler.provreq import CONSUME_ANNOTATION, with_status
+from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler.gangs import find_gangs

@@ -17,7 +17,7 @@ from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
 from draplan.autoscaler import Autoscaler
-from draplan.autoscaler.derived import DERIVED_FROM, derive_pools
+from draplan.autoscaler.derived import DERIVED_FROM, INSTANCE_TYPE, derive_pools
 from draplan.autoscaler.templates import make_node, pool_members
 from draplan.cluster.nodepools import node_pool
 from draplan.cluster.state import ClusterState
@@ -273,6 +273,59 @@ def test_karpenter_limit_stops_the_second_h100_node(run_cli: Any) -> None:
         "pod didn't trigger scale-up: 1 max node group size reached, "
         "2 node(s) had untolerated taint {nvidia.com/gpu: present}"
     )
+
+
+SPOT = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "h100-spot"},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"team": "research"}},
+            "spec": {
+                "requirements": [
+                    {
+                        "key": INSTANCE_TYPE,
+                        "operator": "In",
+                        "values": ["p5.48xlarge", "p5e.48xlarge"],
+                    },
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                ],
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "gpu",
+                },
+            },
+        },
+        "limits": {"cpu": "200"},
+    },
+}
+
+
+def test_karpenter_pool_without_nodes_copies_a_node_of_its_instance_type() -> None:
+    state = ClusterState.from_objects(
+        [
+            *load_files([str(DUMP / "cluster.yaml"), str(GROUPS / "karpenter-nodepools.yaml")]),
+            decode(SPOT),
+        ]
+    )
+    state.node_pools.update(derive_pools(state, load_prices(PRICES)).pools)
+    spot = state.node_pools["h100-spot"]
+    assert spot.spec.template is not None and not spot.spec.from_node
+    assert spot.spec.max_nodes == 1  # 200 cpu: one 192-cpu node
+    assert spot.spec.price_per_hour == "98.32"  # by the copied instance type
+    new = make_node(state, spot, "h100-spot-0", {})
+    labels = new.node.metadata.labels
+    assert labels["karpenter.sh/nodepool"] == "h100-spot"
+    assert labels["karpenter.sh/capacity-type"] == "spot"
+    assert labels["team"] == "research" and labels[INSTANCE_TYPE] == "p5.48xlarge"
+    assert not new.node.spec.taints and not new.node.spec.provider_id
+    assert len(new.slices[0].spec.devices) == 8  # gpu-h100-a's GPUs, in the new node's pool
+    assert {rs.spec.pool.name for rs in new.slices} == {"h100-spot-0"}
+    # The h100 pool's limit leaves one node; the spot pool takes the other pod.
+    doc = _plan(state)
+    assert {u["pool"]: u["add"] for u in doc["scaleUp"]} == {"h100": 1, "h100-spot": 1}
 
 
 # --- bad input -----------------------------------------------------------------------------------

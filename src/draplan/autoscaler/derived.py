@@ -8,7 +8,9 @@ Precedence (a node belongs to the first source that claims it; a name is taken o
    annotations (cpu and memory required, as CA requires them), and for `dra-driver` the one
    ResourceSlice CA's provider makes: `gpu-count` devices `gpu-<i>` with `type: gpu`, in a
    pool named after the node (`InstanceResourceSlices`).
-2. Karpenter `karpenter.sh/v1` NodePools with nodes: a copy of one node; maxNodes from
+2. Karpenter `karpenter.sh/v1` NodePools: a copy of one of their nodes; a NodePool without
+   nodes copies the capacity and devices of a node of an instance type its requirements name,
+   with the NodePool's labels, single-valued requirements and taints. maxNodes from
    `spec.limits` against the nodes' capacity (as Karpenter sums it); priority from `weight`.
 3. Nodes' node-group labels (`karpenter.sh/nodepool`, `eks.amazonaws.com/nodegroup`,
    `cloud.google.com/gke-nodepool`): one pool per value, a copy of one node, at most
@@ -24,9 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import msgspec
+
 from draplan.api import clusterapi
 from draplan.api.clusterapi import ScalableResource
-from draplan.api.codec import convert
+from draplan.api.codec import convert, to_builtins
 from draplan.api.core_v1 import Node, NodeSpec, NodeStatus
 from draplan.api.draplan_v1alpha1 import (
     NODE_NAME_PLACEHOLDER,
@@ -36,10 +40,11 @@ from draplan.api.draplan_v1alpha1 import (
     NodeTemplate,
     NodeTemplateMeta,
 )
-from draplan.api.karpenter import NODEPOOL_LABEL, KarpenterNodePool
+from draplan.api.karpenter import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL, KarpenterNodePool
 from draplan.api.meta import ObjectMeta
 from draplan.api.quantity import Quantity
 from draplan.api.resource_v1 import ResourceSliceSpec
+from draplan.autoscaler.templates import node_copy
 from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.state import ClusterState
 
@@ -172,10 +177,10 @@ def _from_capi(
         claimed.update(n.metadata.name for n in members)
 
 
-def _room(limits: Mapping[str, Quantity], members: list[Node]) -> int | None:
-    """How many more nodes like the first member fit under Karpenter's limits, which cap the
-    summed capacity of the pool's nodes; None when no limit applies to such a node."""
-    per_node = members[0].status.capacity or members[0].status.allocatable
+def _room(limits: Mapping[str, Quantity], like: Node, members: list[Node]) -> int | None:
+    """How many more nodes like `like` fit under Karpenter's limits, which cap the summed
+    capacity of the pool's nodes (`members`); None when no limit applies to such a node."""
+    per_node = like.status.capacity or like.status.allocatable
     room: int | None = None
     for resource, limit in sorted(limits.items()):
         each = per_node.get(resource)
@@ -191,6 +196,52 @@ def _room(limits: Mapping[str, Quantity], members: list[Node]) -> int | None:
         fits = max(0, int((limit.as_fraction() - used) // each.as_fraction()))
         room = fits if room is None else min(room, fits)
     return room
+
+
+def _donor(state: ClusterState, kp: KarpenterNodePool) -> Node | None:
+    """For a NodePool without nodes, the first node (by name) of an instance type its
+    requirements name (`node.kubernetes.io/instance-type In`); None if they name none."""
+    allowed: set[str] = set()
+    for req in kp.spec.template.spec.requirements:
+        if req.key == INSTANCE_TYPE and req.operator == "In":
+            allowed = set(req.values) if not allowed else allowed & set(req.values)
+    for req in kp.spec.template.spec.requirements:
+        if req.key == INSTANCE_TYPE and req.operator == "NotIn":
+            allowed -= set(req.values)
+    return next(
+        (
+            n
+            for _, n in sorted(state.nodes.items())
+            if n.metadata.labels.get(INSTANCE_TYPE) in allowed
+        ),
+        None,
+    )
+
+
+def _karpenter_template(
+    state: ClusterState, kp: KarpenterNodePool, donor: Node
+) -> tuple[NodeTemplate, tuple[ResourceSliceSpec, ...]]:
+    """A node Karpenter would launch for `kp`: the donor's capacity and devices with the
+    NodePool's labels, single-valued requirements and taints (not the donor's)."""
+    node, slices = node_copy(state, donor)
+    template = kp.spec.template
+    labels = {
+        k: v
+        for k, v in node["metadata"]["labels"].items()
+        if k not in NODE_GROUP_LABELS and k != CAPACITY_TYPE_LABEL
+    }
+    for req in template.spec.requirements:
+        if req.operator == "In" and len(req.values) == 1:
+            labels[req.key] = req.values[0]
+    labels.update(template.metadata.labels)
+    labels[NODEPOOL_LABEL] = kp.metadata.name
+    # A new node is neither the donor's instance nor cordoned as the donor may be.
+    spec = {
+        k: v for k, v in node["spec"].items() if k not in ("providerID", "taints", "unschedulable")
+    }
+    spec["taints"] = [to_builtins(t) for t in template.spec.taints]
+    doc = {"metadata": {"labels": labels}, "spec": spec, "status": node["status"]}
+    return convert(doc, NodeTemplate), tuple(convert(d, ResourceSliceSpec) for d in slices)
 
 
 def _from_karpenter(
@@ -212,22 +263,24 @@ def _from_karpenter(
             for _, n in sorted(state.nodes.items())
             if n.metadata.labels.get(NODEPOOL_LABEL) == name and n.metadata.name not in claimed
         ]
-        if not members:
-            out.skipped.append(f"Karpenter NodePool {name}: no node of it to copy")
+        rep = members[0] if members else _donor(state, kp)
+        if rep is None:
+            out.skipped.append(
+                f"Karpenter NodePool {name}: no node of it, nor of an instance type it names"
+            )
             continue
-        room = _room(kp.spec.limits, members)
-        high = default_max if room is None else len(members) + room
-        rep = members[0]
-        out.pools[name] = _pool(
-            name,
-            f"Karpenter NodePool {name}",
-            NodePoolSpec(
-                max_nodes=high,
-                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
-                priority=kp.spec.weight or 0,
-                from_node=rep.metadata.name,
-            ),
+        room = _room(kp.spec.limits, rep, members)
+        spec = NodePoolSpec(
+            max_nodes=default_max if room is None else len(members) + room,
+            price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+            priority=kp.spec.weight or 0,
         )
+        if members:
+            spec = msgspec.structs.replace(spec, from_node=rep.metadata.name)
+        else:
+            template, slices = _karpenter_template(state, kp, rep)
+            spec = msgspec.structs.replace(spec, template=template, resource_slices=slices)
+        out.pools[name] = _pool(name, f"Karpenter NodePool {name}", spec)
         claimed.update(n.metadata.name for n in members)
 
 

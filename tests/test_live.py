@@ -25,6 +25,7 @@ import yaml
 from conftest import DATA
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
+from draplan.api.karpenter import KarpenterNodePool
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.gangs import find_gangs
 from draplan.sources import load_objects
@@ -272,6 +273,23 @@ def test_kueue_workloads_are_read_when_served(serve: Any, tmp_path: Path) -> Non
     (workload,) = [o for o, _ in read.objects if getattr(o, "api_version", "").startswith("kueue")]
     assert workload.metadata.name == "pod-pending-0-1a2b3"
     assert "/apis/kueue.x-k8s.io/v1beta1/workloads" in {p for _, p, _ in fake.requests}
+
+
+def test_karpenter_node_pools_are_read_when_served(serve: Any, tmp_path: Path) -> None:
+    """Read where Karpenter runs, so pools derive from them; elsewhere no notice at all."""
+    fake = serve("dra-v1", "common", "karpenter")
+    notes: list[str] = []
+    read = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, fake.url)), notify=notes.append
+    )
+    assert read.counts["NodePool (karpenter.sh/v1)"] == 3
+    pools = [o for o, _ in read.objects if isinstance(o, KarpenterNodePool)]
+    assert [(p.metadata.name, p.spec.weight) for p in pools] == [
+        ("h100", 50),
+        ("a100", 20),
+        ("l4", 10),
+    ]
+    assert not any("karpenter" in n or "cluster.x-k8s.io" in n for n in notes)
 
 
 def test_older_resource_version_is_converted_to_v1(serve: Any, tmp_path: Path) -> None:

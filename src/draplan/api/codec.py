@@ -11,8 +11,10 @@ import yaml
 
 from draplan.api import (
     autoscaling,
+    clusterapi,
     core_v1,
     draplan_v1alpha1,
+    karpenter,
     kueue,
     resource_v1,
     resource_v1alpha3,
@@ -54,6 +56,13 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("autoscaling.x-k8s.io/v1", "ProvisioningRequest"): autoscaling.ProvisioningRequest,
     ("kueue.x-k8s.io/v1beta1", "Workload"): kueue.KueueWorkloadV1Beta1,
     ("kueue.x-k8s.io/v1beta2", "Workload"): kueue.KueueWorkload,
+    ("karpenter.sh/v1", "NodePool"): karpenter.KarpenterNodePool,
+    ("karpenter.sh/v1", "NodeClaim"): karpenter.NodeClaim,
+    # v1beta2 (CAPI 1.11+) keeps the fields read here where v1beta1 had them.
+    ("cluster.x-k8s.io/v1beta2", "MachineDeployment"): clusterapi.MachineDeployment,
+    ("cluster.x-k8s.io/v1beta1", "MachineDeployment"): clusterapi.MachineDeployment,
+    ("cluster.x-k8s.io/v1beta2", "MachinePool"): clusterapi.MachinePool,
+    ("cluster.x-k8s.io/v1beta1", "MachinePool"): clusterapi.MachinePool,
     ("draplan.io/v1alpha1", "NodePool"): draplan_v1alpha1.NodePool,
     ("draplan.io/v1alpha1", "SchedulerProfile"): draplan_v1alpha1.SchedulerProfile,
     ("draplan.io/v1alpha1", "Scenario"): draplan_v1alpha1.Scenario,

@@ -10,9 +10,18 @@ import math
 import re
 from collections.abc import Iterable
 
-from draplan.api import core_v1, draplan_v1alpha1, resource_v1, resource_v1alpha3, scheduling
+from draplan.api import (
+    clusterapi,
+    core_v1,
+    draplan_v1alpha1,
+    karpenter,
+    resource_v1,
+    resource_v1alpha3,
+    scheduling,
+)
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
+from draplan.api.quantity import Quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -510,6 +519,67 @@ def validate_node_pool(pool: draplan_v1alpha1.NodePool) -> None:
             raise fail(f"spec.topology[{i}].nodesPerDomain", "must not be negative")
 
 
+def validate_karpenter_node_pool(pool: karpenter.KarpenterNodePool) -> None:
+    """The karpenter.sh/v1 NodePool CRD's enums and CEL rules that change what it launches."""
+    spec = pool.spec
+    if spec.weight is not None and not 1 <= spec.weight <= 100:
+        raise fail("spec.weight", "must be between 1 and 100")
+    policy = spec.disruption.consolidation_policy
+    if policy and policy not in karpenter.CONSOLIDATION_POLICIES:
+        raise fail("spec.disruption.consolidationPolicy", f"unsupported value {policy!r}")
+    template = spec.template.spec
+    for i, req in enumerate(template.requirements):
+        path = f"spec.template.spec.requirements[{i}]"
+        if req.operator not in karpenter.OPERATORS:
+            raise fail(f"{path}.operator", f"unsupported value {req.operator!r}")
+        if req.operator == "In" and not req.values:
+            raise fail(f"{path}.values", "requirements with operator 'In' must have a value")
+        if req.operator in ("Gt", "Lt") and (
+            len(req.values) != 1 or not req.values[0].lstrip("-").isdigit()
+        ):
+            raise fail(f"{path}.values", f"{req.operator} takes a single integer value")
+        if req.min_values is not None and not 1 <= req.min_values <= 50:
+            raise fail(f"{path}.minValues", "must be between 1 and 50")
+    for field_name, taints in (
+        ("taints", template.taints),
+        ("startupTaints", template.startup_taints),
+    ):
+        for i, taint in enumerate(taints):
+            if taint.effect not in karpenter.TAINT_EFFECTS:
+                raise fail(
+                    f"spec.template.spec.{field_name}[{i}].effect",
+                    f"unsupported value {taint.effect!r}",
+                )
+
+
+def _annotation_int(notes: dict[str, str], key: str) -> int | None:
+    text = notes.get(key)
+    if text is None or text == "":
+        return None
+    if not text.strip().isdigit():
+        raise fail(f"metadata.annotations[{key}]", f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+def validate_scalable_resource(resource: clusterapi.ScalableResource) -> None:
+    """Cluster Autoscaler's clusterapi annotations: sizes, capacity quantities, taints."""
+    notes = resource.metadata.annotations
+    low = _annotation_int(notes, clusterapi.MIN_SIZE) or 0
+    high = _annotation_int(notes, clusterapi.MAX_SIZE)
+    if high is not None and high < low:
+        raise fail(f"metadata.annotations[{clusterapi.MAX_SIZE}]", "must not be below min-size")
+    for key in (clusterapi.CPU, clusterapi.MEMORY, clusterapi.EPHEMERAL_DISK):
+        if notes.get(key):
+            try:
+                Quantity.parse(notes[key])
+            except ValueError:
+                raise fail(
+                    f"metadata.annotations[{key}]", f"invalid quantity {notes[key]!r}"
+                ) from None
+    for key in (clusterapi.GPU_COUNT, clusterapi.MAX_PODS):
+        _annotation_int(notes, key)
+
+
 def validate_workload_v1alpha1(w: scheduling.WorkloadV1Alpha1) -> None:
     for i, group in enumerate(w.spec.pod_groups):
         if group.policy.gang is not None and group.policy.gang.min_count < 1:
@@ -549,6 +619,9 @@ _VALIDATORS: dict[type, object] = {
     core_v1.Pod: validate_pod,
     core_v1.Node: validate_node,
     draplan_v1alpha1.NodePool: validate_node_pool,
+    karpenter.KarpenterNodePool: validate_karpenter_node_pool,
+    clusterapi.MachineDeployment: validate_scalable_resource,
+    clusterapi.MachinePool: validate_scalable_resource,
     resource_v1.DeviceTaintRule: validate_device_taint_rule,
     resource_v1alpha3.ResourcePoolStatusRequest: validate_pool_status_request,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,

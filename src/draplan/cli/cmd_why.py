@@ -9,7 +9,14 @@ import click
 
 from draplan.audit import CATEGORIES, why
 from draplan.cli.cmd_schedule import load_profile
-from draplan.cli.common import filename_option, load_state, output_option, shown_pods
+from draplan.cli.common import (
+    filename_option,
+    load_state,
+    output_option,
+    prices_option,
+    shown_pods,
+    with_derived_pools,
+)
 from draplan.cli.output import emit_document, emit_table, no_headers
 from draplan.scheduler import build_profile
 
@@ -17,10 +24,25 @@ from draplan.scheduler import build_profile
 @click.command("why")
 @filename_option()
 @click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@click.option(
+    "--derive-pools",
+    is_flag=True,
+    help="With no NodePool in the input, judge with pools derived from the cluster's node "
+    "groups, as scale does (implied by --prices).",
+)
+@prices_option
 @output_option
-def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -> None:
+def why_cmd(
+    filenames: tuple[str, ...],
+    profile_path: str | None,
+    derive_pools: bool,
+    prices_path: str | None,
+    output: str,
+) -> None:
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
     state = load_state(filenames, select=False)
+    if derive_pools or prices_path:
+        state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
     diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
     summary = Counter(d.category for d in diagnoses)

@@ -43,7 +43,8 @@ class Resource:
     label_selector: str = ""
     # Read when allowed: a refused list is a notice, not a failure.
     optional: bool = False
-    # Read where served: an alpha kind most clusters lack is no notice when absent.
+    # Read where served: an alpha kind, or another autoscaler's, that most clusters lack is no
+    # notice when absent.
     when_served: bool = False
 
 
@@ -119,6 +120,27 @@ RESOURCES: tuple[Resource, ...] = (
         ("v1beta2", "v1beta1"),
         namespaced=True,
         optional=True,
+    ),
+    # Node groups to derive pools from when no NodePool is given (autoscaler.derived):
+    # Karpenter's NodePools and Cluster Autoscaler's clusterapi node groups.
+    Resource("karpenter.sh", "NodePool", "nodepools", ("v1",), optional=True, when_served=True),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachineDeployment",
+        "machinedeployments",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+        when_served=True,
+    ),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachinePool",
+        "machinepools",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+        when_served=True,
     ),
     # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
     Resource(

@@ -18,6 +18,7 @@ from draplan.api.autoscaling import (
 from draplan.api.codec import encode
 from draplan.api.core_v1 import PodTemplate, PodTemplateSpec
 from draplan.api.meta import ObjectMeta
+from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
 from draplan.autoscaler.provreq import with_status
 from draplan.cli.cmd_schedule import gate_text, load_profile
@@ -164,12 +165,7 @@ def scale(
         legacy=legacy,
     )
     gated = gated_pods(state)
-    plan = autoscaler.plan(state, moves=moves)
-    doc = plan.to_dict()
-    doc["gated"] = [
-        {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
-        for p in gated
-    ]
+    plan, doc = plan_document(state, autoscaler, moves=moves)
     if output == "json":
         emit_json(doc)
     elif output == "yaml":

@@ -1,0 +1,123 @@
+"""The HTTP API as a function of a request: (method, path, query) → (status, type, body). It
+reads only published answers and the model's health, so it never waits for an audit; the
+transport (`draplan.serve.http`) only moves bytes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+import msgspec
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from draplan.api.codec import encode, json_text
+from draplan.audit.documents import why_document
+from draplan.serve.answers import Answers
+from draplan.serve.loop import AuditLoop
+from draplan.serve.model import ClusterModel
+from draplan.sources.kuberedact import snapshot_document
+
+JSON = "application/json"
+TEXT = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def error(status: int, message: str, *headers: tuple[str, str]) -> Response:
+    body = json_text({"kind": "Status", "code": status, "message": message}).encode()
+    return Response(status, JSON, body, headers)
+
+
+@dataclass
+class Api:
+    loop: AuditLoop
+    model: ClusterModel
+    registry: CollectorRegistry
+    allow_unredacted: bool = False
+    redact_key: str = ""
+
+    def handle(self, method: str, path: str, query: str) -> Response:
+        route = ROUTES.get(path)
+        if route is None:
+            return error(404, f"no such path: {path}")
+        if method not in ("GET", "HEAD"):
+            return error(405, f"{method} is not allowed on {path}", ("Allow", "GET, HEAD"))
+        return route(self, parse_qs(query))
+
+    def metrics(self, query: dict[str, list[str]]) -> Response:
+        return Response(200, CONTENT_TYPE_LATEST, generate_latest(self.registry))
+
+    def healthz(self, query: dict[str, list[str]]) -> Response:
+        if not self.loop.alive:
+            return error(500, "the audit loop stopped")
+        return Response(200, TEXT, b"ok\n")
+
+    def readyz(self, query: dict[str, list[str]]) -> Response:
+        health = self.model.health()
+        if not health.ready:
+            return error(503, "the initial lists are not all in")
+        if not health.connected:
+            stale = time.monotonic() - health.last_contact
+            return error(503, f"disconnected from the API server for {stale:.0f}s")
+        if self.loop.answers is None:
+            return error(503, "the first audit is running")
+        return Response(200, TEXT, b"ok\n")
+
+    def _answers(self) -> Answers | Response:
+        answers = self.loop.answers
+        return error(503, "the first audit is running") if answers is None else answers
+
+    def document(self, name: str) -> Response:
+        answers = self._answers()
+        if isinstance(answers, Response):
+            return answers
+        return Response(200, JSON, answers.bodies[name])
+
+    def why(self, query: dict[str, list[str]]) -> Response:
+        namespace = query.get("namespace", [""])[-1]
+        pod = query.get("pod", [""])[-1]
+        if not namespace and not pod:
+            return self.document("why")
+        answers = self._answers()
+        if isinstance(answers, Response):
+            return answers
+
+        def shown(key: tuple[str, str]) -> bool:
+            return (not namespace or key[0] == namespace) and (not pod or key[1] == pod)
+
+        doc = why_document(answers.diagnoses, shown)
+        if pod and not doc["pods"]:
+            return error(404, f"no pending pod {namespace or '*'}/{pod}")
+        return Response(200, JSON, json_text(doc).encode())
+
+    def snapshot(self, query: dict[str, list[str]]) -> Response:
+        redact = query.get("redact", ["true"])[-1].lower() not in ("false", "0", "no")
+        if not redact and not self.allow_unredacted:
+            return error(403, "unredacted snapshots need --allow-unredacted-snapshot")
+        answers = self._answers()
+        if isinstance(answers, Response):
+            return answers
+        items = [encode(obj) for obj in answers.objects]
+        doc = snapshot_document(items, redact=redact, key=self.redact_key)
+        # As `draplan snapshot -o json` writes it.
+        return Response(200, JSON, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+
+
+Route = Callable[[Api, dict[str, list[str]]], Response]
+ROUTES: dict[str, Route] = {
+    "/metrics": Api.metrics,
+    "/healthz": Api.healthz,
+    "/readyz": Api.readyz,
+    "/v1/why": Api.why,
+    "/v1/metrics": lambda api, _: api.document("metrics"),
+    "/v1/plan": lambda api, _: api.document("plan"),
+    "/v1/snapshot": Api.snapshot,
+}

@@ -53,7 +53,8 @@ class Auditor:
         diagnoses = tuple(why(state, self.profile))
         metrics = metrics_document(state)
         autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
-        _, plan = plan_document(state, autoscaler)
+        with state.forked():  # the plan places pods on the state it is given: keep the model's
+            _, plan = plan_document(state, autoscaler)
         docs: dict[str, Any] = {"why": why_document(diagnoses), "metrics": metrics, "plan": plan}
         series = cluster_series(state, diagnoses, metrics, plan, self._gang_waits(state))
         done = time.monotonic()

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 import msgspec
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from draplan.api.codec import encode, json_text
 from draplan.audit.documents import why_document
@@ -36,6 +37,13 @@ def error(status: int, message: str, *headers: tuple[str, str]) -> Response:
     return Response(status, JSON, body, headers)
 
 
+@dataclass(frozen=True)
+class Request:
+    query: dict[str, list[str]]
+    accept: str = ""
+    """The Accept header: Prometheus asks for OpenMetrics or the text format with it."""
+
+
 @dataclass
 class Api:
     loop: AuditLoop
@@ -44,23 +52,24 @@ class Api:
     allow_unredacted: bool = False
     redact_key: str = ""
 
-    def handle(self, method: str, path: str, query: str) -> Response:
+    def handle(self, method: str, path: str, query: str, accept: str = "") -> Response:
         route = ROUTES.get(path)
         if route is None:
             return error(404, f"no such path: {path}")
         if method not in ("GET", "HEAD"):
             return error(405, f"{method} is not allowed on {path}", ("Allow", "GET, HEAD"))
-        return route(self, parse_qs(query))
+        return route(self, Request(parse_qs(query), accept))
 
-    def metrics(self, query: dict[str, list[str]]) -> Response:
-        return Response(200, CONTENT_TYPE_LATEST, generate_latest(self.registry))
+    def metrics(self, request: Request) -> Response:
+        encoder, content_type = choose_encoder(request.accept)
+        return Response(200, content_type, encoder(self.registry))
 
-    def healthz(self, query: dict[str, list[str]]) -> Response:
+    def healthz(self, request: Request) -> Response:
         if not self.loop.alive:
             return error(500, "the audit loop stopped")
         return Response(200, TEXT, b"ok\n")
 
-    def readyz(self, query: dict[str, list[str]]) -> Response:
+    def readyz(self, request: Request) -> Response:
         health = self.model.health()
         if not health.ready:
             return error(503, "the initial lists are not all in")
@@ -81,9 +90,9 @@ class Api:
             return answers
         return Response(200, JSON, answers.bodies[name])
 
-    def why(self, query: dict[str, list[str]]) -> Response:
-        namespace = query.get("namespace", [""])[-1]
-        pod = query.get("pod", [""])[-1]
+    def why(self, request: Request) -> Response:
+        namespace = request.query.get("namespace", [""])[-1]
+        pod = request.query.get("pod", [""])[-1]
         if not namespace and not pod:
             return self.document("why")
         answers = self._answers()
@@ -98,8 +107,8 @@ class Api:
             return error(404, f"no pending pod {namespace or '*'}/{pod}")
         return Response(200, JSON, json_text(doc).encode())
 
-    def snapshot(self, query: dict[str, list[str]]) -> Response:
-        redact = query.get("redact", ["true"])[-1].lower() not in ("false", "0", "no")
+    def snapshot(self, request: Request) -> Response:
+        redact = request.query.get("redact", ["true"])[-1].lower() not in ("false", "0", "no")
         if not redact and not self.allow_unredacted:
             return error(403, "unredacted snapshots need --allow-unredacted-snapshot")
         answers = self._answers()
@@ -111,7 +120,7 @@ class Api:
         return Response(200, JSON, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
 
 
-Route = Callable[[Api, dict[str, list[str]]], Response]
+Route = Callable[[Api, Request], Response]
 ROUTES: dict[str, Route] = {
     "/metrics": Api.metrics,
     "/healthz": Api.healthz,

@@ -57,7 +57,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             url = urlsplit(self.path)
             try:
-                response = self.server.api.handle(self.command, url.path, url.query)
+                response = self.server.api.handle(
+                    self.command, url.path, url.query, self.headers.get("Accept", "")
+                )
             except Exception:
                 log.exception("%s %s failed", self.command, url.path)
                 response = error(500, "internal error (logged)")

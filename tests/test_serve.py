@@ -185,6 +185,23 @@ def test_metrics_expose_the_cluster(realistic: Served) -> None:
             assert not {v for _, v in labels} & pods
 
 
+def test_a_later_audit_equals_a_fresh_one() -> None:
+    """The auditor keeps its schedulers' evaluations between audits of one state: what it
+    answers after changes is what a fresh auditor answers on the changed state."""
+    state = realistic_state()
+    kept = Auditor()
+    kept.audit(state, 1)
+    running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
+    pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
+    for generation, change in enumerate(
+        [lambda: state.remove_pod(running[0]), lambda: state.remove_pod(pending[0])], start=2
+    ):
+        change()
+        later, fresh = kept.audit(state, generation), Auditor().audit(state, generation)
+        assert later.bodies == fresh.bodies
+        assert later.series == fresh.series
+
+
 def test_health_endpoints(realistic: Served) -> None:
     assert realistic.get("/healthz")[0] == 200
     assert realistic.get("/readyz")[0] == 200

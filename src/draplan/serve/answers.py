@@ -11,7 +11,7 @@ from typing import Any
 from draplan.api.codec import json_text
 from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document, plan_document, why_document
-from draplan.audit.why import Diagnosis, why
+from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
@@ -47,12 +47,24 @@ class Auditor:
     gangs_seen: dict[str, float] = field(default_factory=dict)
     """When each waiting gang was first seen waiting (wall clock), for gangs whose pods carry
     no creation time."""
+    # Kept while the model updates one state in place: their schedulers' evaluations are
+    # cached per node version, so a later audit evaluates only the nodes changed since.
+    _state: ClusterState | None = None
+    _placer: Placer | None = None
+    _autoscaler: Autoscaler | None = None
 
     def audit(self, state: ClusterState, generation: int) -> Answers:
         start = time.monotonic()
-        diagnoses = tuple(why(state, self.profile))
+        # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
+        # unlike `draplan why` and `draplan scale` on the same objects.
+        fresh = self.profile.ties == "random" or state is not self._state
+        if fresh or self._placer is None or self._autoscaler is None:
+            self._state = state
+            self._placer = Placer(self.profile)
+            self._autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
+        diagnoses = tuple(why(state, self.profile, self._placer))
         metrics = metrics_document(state)
-        autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
+        autoscaler = self._autoscaler
         with state.forked():  # the plan places pods on the state it is given: keep the model's
             _, plan = plan_document(state, autoscaler)
         docs: dict[str, Any] = {"why": why_document(diagnoses), "metrics": metrics, "plan": plan}

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -320,3 +321,25 @@ def test_sigterm_drains_and_exits_zero(tmp_path: Any) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=5) == 0
     assert time.monotonic() - start < 5
+
+
+def test_openmetrics_when_asked(realistic: Served) -> None:
+    req = urllib.request.Request(
+        realistic.url + "/metrics", headers={"Accept": "application/openmetrics-text"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        body = resp.read().decode()
+        assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
+    assert "# TYPE draplan_events_applied counter" in body and body.endswith("# EOF\n")
+
+
+def test_serve_sits_between_report_and_cli() -> None:
+    """Nothing below `serve` imports it, and it imports nothing from `cli`."""
+    src = Path(__file__).resolve().parents[1] / "src" / "draplan"
+    for path in src.rglob("*.py"):
+        package = path.relative_to(src).parts[0]
+        imports = set(re.findall(r"^\s*(?:from|import) (draplan\.\w+)", path.read_text(), re.M))
+        if package == "serve":
+            assert "draplan.cli" not in imports, path
+        elif package != "cli":
+            assert "draplan.serve" not in imports, path

@@ -40,7 +40,8 @@ CLIENT_THREADS = 4
 # The load generator: keep-alive connections from threads, requests counted for a while.
 CLIENT = """
 import http.client, sys, threading, time
-host, port, path, seconds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+host, path = sys.argv[1], sys.argv[3]
+port, seconds, threads = int(sys.argv[2]), float(sys.argv[4]), int(sys.argv[5])
 counts = [0] * threads
 def run(i):
     conn = http.client.HTTPConnection(host, port)

@@ -15,6 +15,7 @@ BENCHES = (
     "bench_scheduler.py",
     "bench_autoscaler.py",
     "bench_audit.py",
+    "bench_serve.py",
     "bench_openb_frag.py",
     "bench_openb.py",
     "bench_sim.py",

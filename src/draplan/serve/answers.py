@@ -49,9 +49,9 @@ class Auditor:
     no creation time."""
     # Kept while the model updates one state in place: their schedulers' evaluations are
     # cached per node version, so a later audit evaluates only the nodes changed since.
-    _state: ClusterState | None = None
-    _placer: Placer | None = None
-    _autoscaler: Autoscaler | None = None
+    _state: ClusterState | None = field(default=None, init=False, repr=False)
+    _placer: Placer | None = field(default=None, init=False, repr=False)
+    _autoscaler: Autoscaler | None = field(default=None, init=False, repr=False)
 
     def audit(self, state: ClusterState, generation: int) -> Answers:
         start = time.monotonic()

@@ -28,6 +28,10 @@ class Server(ThreadingHTTPServer):
         self._idle = threading.Condition()
         super().__init__(address, Handler)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client gone mid-response, mostly: not worth a traceback on stderr.
+        log.debug("a connection from %s failed", client_address, exc_info=True)
+
     def begin(self) -> None:
         with self._idle:
             self.in_flight += 1

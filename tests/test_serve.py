@@ -28,7 +28,7 @@ from conftest import DATA
 from draplan.cluster.state import ClusterState
 from draplan.serve.answers import Answers, Auditor
 from draplan.serve.api import Api
-from draplan.serve.exposition import registry_for
+from draplan.serve.exposition import Exposition
 from draplan.serve.http import Server
 from draplan.serve.loop import AuditLoop
 from draplan.serve.model import ClusterModel, ModelHealth
@@ -70,7 +70,7 @@ class Served:
 def serving(model: ClusterModel, auditor: Auditor | None = None, **api: Any) -> Iterator[Served]:
     registry = CollectorRegistry()
     loop = AuditLoop(model, auditor or Auditor(), 0.0, registry)
-    server = Server(("127.0.0.1", 0), Api(loop, model, registry_for(loop, model, registry), **api))
+    server = Server(("127.0.0.1", 0), Api(loop, model, Exposition(loop, model, registry), **api))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     model.start()
     loop.start()

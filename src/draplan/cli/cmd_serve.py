@@ -90,7 +90,7 @@ def serve(
     from draplan.serve.answers import Auditor
     from draplan.serve.api import Api
     from draplan.serve.events import EventRecorder, api_poster
-    from draplan.serve.exposition import registry_for
+    from draplan.serve.exposition import Exposition
     from draplan.serve.http import Server
     from draplan.serve.loop import AuditLoop, Listener
     from draplan.sources.kubeclient import resolve_config
@@ -104,9 +104,7 @@ def serve(
     recorder = EventRecorder(poster) if poster else None
     listeners: tuple[Listener, ...] = (recorder,) if recorder else ()
     loop = AuditLoop(model, Auditor(profile), audit_interval, registry, listeners)
-    api = Api(
-        loop, model, registry_for(loop, model, registry), allow_unredacted_snapshot, redact_key
-    )
+    api = Api(loop, model, Exposition(loop, model, registry), allow_unredacted_snapshot, redact_key)
     try:
         server = Server(address, api)
     except OSError as err:

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 import msgspec
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 
 from draplan.api.codec import encode, json_text
 from draplan.audit.documents import why_document
 from draplan.serve.answers import Answers
+from draplan.serve.exposition import Exposition
 from draplan.serve.loop import AuditLoop
 from draplan.serve.model import ClusterModel
 from draplan.sources.kuberedact import snapshot_document
@@ -48,7 +47,7 @@ class Request:
 class Api:
     loop: AuditLoop
     model: ClusterModel
-    registry: CollectorRegistry
+    exposition: Exposition
     allow_unredacted: bool = False
     redact_key: str = ""
 
@@ -61,8 +60,8 @@ class Api:
         return route(self, Request(parse_qs(query), accept))
 
     def metrics(self, request: Request) -> Response:
-        encoder, content_type = choose_encoder(request.accept)
-        return Response(200, content_type, encoder(self.registry))
+        content_type, body = self.exposition.render(request.accept)
+        return Response(200, content_type, body)
 
     def healthz(self, request: Request) -> Response:
         if not self.loop.alive:

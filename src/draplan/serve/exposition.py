@@ -1,21 +1,40 @@
 """`/metrics`: the last published answers' series and the model's health, formatted by
-prometheus_client at scrape time (O(series); nothing is computed)."""
+prometheus_client. The answers' part (tens of thousands of series on a large cluster) is
+formatted once per audit and format, in the audit thread; a scrape formats only the health part
+and joins the two."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from draplan.serve.answers import Answers
 from draplan.serve.loop import AuditLoop
 from draplan.serve.model import ClusterModel
 
 
 class AnswersCollector(Collector):
-    """Reads the loop's current answers and the model's health on every scrape."""
+    """The series of one published `Answers`."""
+
+    def __init__(self, answers: Answers) -> None:
+        self.answers = answers
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        for family in self.answers.series:
+            gauge = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+            for labels, value in family.samples:
+                gauge.add_metric(labels, value)
+            yield gauge
+
+
+class HealthCollector(Collector):
+    """The model's health and the loop's state, read on every scrape."""
 
     def __init__(self, loop: AuditLoop, model: ClusterModel) -> None:
         self.loop = loop
@@ -23,12 +42,6 @@ class AnswersCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         answers = self.loop.answers
-        if answers is not None:
-            for family in answers.series:
-                gauge = GaugeMetricFamily(family.name, family.help, labels=family.labels)
-                for labels, value in family.samples:
-                    gauge.add_metric(labels, value)
-                yield gauge
         health = self.model.health()
         now = time.monotonic()
         yield GaugeMetricFamily(
@@ -71,10 +84,44 @@ class AnswersCollector(Collector):
             yield CounterMetricFamily(name, help, value=value)
 
 
-def registry_for(
-    loop: AuditLoop, model: ClusterModel, registry: CollectorRegistry
-) -> CollectorRegistry:
-    """`registry` (holding the loop's histogram) with the answers and the process's own metrics."""
-    registry.register(AnswersCollector(loop, model))
-    ProcessCollector(registry=registry)
-    return registry
+class Exposition:
+    """`/metrics` in the format a scraper asks for (Accept header)."""
+
+    def __init__(self, loop: AuditLoop, model: ClusterModel, registry: CollectorRegistry) -> None:
+        """`registry` holds the loop's histogram; the health and the process's own metrics are
+        added to it."""
+        self.loop = loop
+        self.live = registry
+        registry.register(HealthCollector(loop, model))
+        ProcessCollector(registry=registry)
+        self._lock = threading.Lock()
+        self._answers: Answers | None = None
+        self._rendered: dict[str, bytes] = {}
+        loop.listeners.append(self.prerender)
+
+    def render(self, accept: str = "") -> tuple[str, bytes]:
+        """The content type and the body."""
+        encoder, content_type = choose_encoder(accept)
+        cluster = self._cluster(encoder, content_type)
+        return content_type, cluster + encoder(self.live)
+
+    def prerender(self, answers: Answers) -> None:
+        """Format the new answers' series in the default format now (an audit loop listener),
+        so that no scrape pays for it."""
+        self._cluster(*choose_encoder(""))
+
+    def _cluster(self, encoder: Callable[[CollectorRegistry], bytes], content_type: str) -> bytes:
+        answers = self.loop.answers
+        if answers is None:
+            return b""
+        with self._lock:
+            if answers is not self._answers:
+                self._answers, self._rendered = answers, {}
+            body = self._rendered.get(content_type)
+            if body is None:
+                registry = CollectorRegistry(auto_describe=False)
+                registry.register(AnswersCollector(answers))
+                # OpenMetrics ends a body with one "# EOF": the live part brings it.
+                body = encoder(registry).removesuffix(b"# EOF\n")
+                self._rendered[content_type] = body
+            return body

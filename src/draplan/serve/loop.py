@@ -36,7 +36,8 @@ class AuditLoop:
         self.model = model
         self.auditor = auditor
         self.interval = interval
-        self.listeners = listeners
+        self.listeners = list(listeners)
+        """Called in the audit thread with every answers published."""
         self.answers: Answers | None = None
         self.lag = 0.0
         """Seconds from the arrival of the newest event the answers include to their publication."""

@@ -343,3 +343,17 @@ def test_serve_sits_between_report_and_cli() -> None:
             assert "draplan.cli" not in imports, path
         elif package != "cli":
             assert "draplan.serve" not in imports, path
+
+
+def test_bad_flags_are_one_line_errors(run_cli: Any, tmp_path: Path) -> None:
+    listen = run_cli("serve", "-f", str(REALISTIC), "--listen", "8080")
+    assert listen.code == 2 and "--listen" in listen.err and "Traceback" not in listen.err
+    missing = run_cli("serve", "-f", str(tmp_path / "nothing.yaml"))
+    assert missing.code == 2 and len(missing.err.strip().splitlines()) == 1
+
+
+def test_an_occupied_port_is_a_one_line_error(run_cli: Any) -> None:
+    with serving(StaticClusterModel(realistic_state())) as served:
+        port = served.server.server_address[1]
+        taken = run_cli("serve", "-f", str(REALISTIC), "--listen", f"127.0.0.1:{port}")
+    assert taken.code == 2 and "cannot listen" in taken.err

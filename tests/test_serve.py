@@ -129,6 +129,7 @@ def test_why_of_one_namespace_and_one_pod(realistic: Served, run_cli: Any) -> No
 def test_unknown_paths_and_methods_are_json_errors(realistic: Served) -> None:
     status, ctype, body = realistic.get("/v2/why")
     assert (status, ctype, json.loads(body)["code"]) == (404, "application/json", 404)
+    assert json.loads(body)["reason"] == "NotFound"
     status, ctype, body = realistic.get("/v1/plan", method="POST")
     assert (status, ctype, json.loads(body)["code"]) == (405, "application/json", 405)
     status, _, body = realistic.get("/v1/plan", method="HEAD")

@@ -31,9 +31,27 @@ class Response:
     headers: tuple[tuple[str, str], ...] = ()
 
 
+# metav1.StatusReason for each code the API answers with.
+REASONS = {
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
 def error(status: int, message: str, *headers: tuple[str, str]) -> Response:
-    body = json_text({"kind": "Status", "code": status, "message": message}).encode()
-    return Response(status, JSON, body, headers)
+    """A failure as the API server reports one: a metav1.Status."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "message": message,
+        "reason": REASONS[status],
+        "code": status,
+    }
+    return Response(status, JSON, json_text(doc).encode(), headers)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import DATA
 from draplan.cluster.state import ClusterState
 from draplan.serve.answers import Answers, Auditor
-from draplan.serve.api import Api
+from draplan.serve.api import Api, Response
 from draplan.serve.exposition import Exposition
 from draplan.serve.http import Server
 from draplan.serve.loop import AuditLoop
@@ -358,3 +358,33 @@ def test_an_occupied_port_is_a_one_line_error(run_cli: Any) -> None:
         port = served.server.server_address[1]
         taken = run_cli("serve", "-f", str(REALISTIC), "--listen", f"127.0.0.1:{port}")
     assert taken.code == 2 and "cannot listen" in taken.err
+
+
+class SlowApi(Api):
+    def handle(self, method: str, path: str, query: str, accept: str = "") -> Response:
+        time.sleep(0.5)
+        return super().handle(method, path, query, accept)
+
+
+def test_drain_finishes_requests_in_flight() -> None:
+    model = StaticClusterModel(realistic_state())
+    registry = CollectorRegistry()
+    loop = AuditLoop(model, Auditor(), 0.0, registry)
+    server = Server(("127.0.0.1", 0), SlowApi(loop, model, Exposition(loop, model, registry)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/readyz"
+    got: list[int] = []
+
+    def request() -> None:
+        try:
+            urllib.request.urlopen(url, timeout=10)
+        except urllib.error.HTTPError as err:
+            got.append(err.code)  # no answers yet: 503, but answered
+
+    client = threading.Thread(target=request)
+    client.start()
+    time.sleep(0.2)
+    assert server.in_flight == 1
+    assert server.drain(4)
+    client.join(5)
+    assert got == [503]

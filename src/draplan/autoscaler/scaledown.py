@@ -116,7 +116,7 @@ def plan_scale_down(
             reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
             removals.append(Removal(name, reason, group, bool(needs.added)))
             members[group] -= 1
-            index = _Index(state)  # its pods moved, their claims were allocated again
+            index.moved(state, name, keys)
     return removals
 
 
@@ -136,6 +136,17 @@ class _Index:
             for ref in claim.status.reserved_for:
                 key = (claim.metadata.namespace, ref.name)
                 self._claims.setdefault(key, []).append((i, claim))
+
+    def moved(self, state: ClusterState, node: str, keys: set[ObjectKey]) -> None:
+        """`node` is gone and its pods `keys` run elsewhere, their claims allocated again
+        (a replaced claim keeps its place in the state's order)."""
+        self.pods.pop(node, None)
+        for key in sorted(keys):
+            pod = state.pods[key]
+            self.pods.setdefault(pod.spec.node_name, []).append(pod)
+            self._claims[key] = [
+                (i, state.claims.get(key_of(c)) or c) for i, c in self._claims.get(key, [])
+            ]
 
     def claims_of(self, pods: set[ObjectKey]) -> list[ResourceClaim]:
         """The allocated claims some of `pods` use, in the state's order."""

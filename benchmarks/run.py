@@ -16,6 +16,7 @@ BENCHES = (
     "bench_autoscaler.py",
     "bench_expander.py",
     "bench_audit.py",
+    "bench_serve.py",
     "bench_openb_frag.py",
     "bench_openb.py",
     "bench_sim.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -269,6 +270,11 @@ class _NoAliasDumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def json_text(doc: Any) -> str:
+    """A document as `-o json` prints it (and `draplan serve` sends it)."""
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
 def yaml_text(docs: Sequence[Any]) -> str:

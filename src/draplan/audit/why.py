@@ -169,10 +169,14 @@ def _requested_devices(claims: list[ResourceClaim]) -> int:
 
 
 class Auditor:
-    def __init__(self, state: ClusterState, profile: Profile | None = None) -> None:
+    def __init__(
+        self, state: ClusterState, profile: Profile | None = None, placer: Placer | None = None
+    ) -> None:
         self.state = state
         self.profile = profile or build_profile()
-        self.scheduler = Placer(self.profile)
+        # A placer kept from an earlier audit of this state keeps its evaluations: the nodes
+        # the change log names since are evaluated again, the others are not.
+        self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
         self.matcher = DeviceMatcher(state)
         self.mover = Mover(state, self.scheduler, self.gangs)
@@ -1062,9 +1066,12 @@ def _constraint_text(claims: list[ResourceClaim]) -> str:
     return "shared counters or capacity"
 
 
-def why(state: ClusterState, profile: Profile | None = None) -> list[Diagnosis]:
-    """A diagnosis for every pending pod, in name order (the state is left unchanged)."""
+def why(
+    state: ClusterState, profile: Profile | None = None, placer: Placer | None = None
+) -> list[Diagnosis]:
+    """A diagnosis for every pending pod, in name order (the state is left unchanged);
+    `placer`, one kept between audits of the same state, makes a later audit incremental."""
     pending = [
         p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)
     ]
-    return Auditor(state, profile).audit(pending)
+    return Auditor(state, profile, placer).audit(pending)

@@ -8,8 +8,7 @@ from typing import Any
 
 import click
 
-from draplan.audit.metrics import metrics
-from draplan.audit.poolstatus import pool_status_report
+from draplan.audit.documents import metrics_document
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_document, emit_table
 
@@ -69,8 +68,7 @@ def most_stranded(scope: dict[str, Any], top: int = 0) -> list[tuple[str, dict[s
 def metrics_cmd(filenames: tuple[str, ...], top: int, output: str) -> None:
     """Where GPUs go: allocated, partitioned, shared, free, and stranded (free, yet no typical
     pod's shape can use it)."""
-    state = load_state(filenames)
-    doc = {**metrics(state).to_dict(), **pool_status_report(state)}
+    doc = metrics_document(load_state(filenames))
     if emit_document(doc, output):
         return
     emit_table("Cluster", HEADERS, [_row("cluster", doc["cluster"])])

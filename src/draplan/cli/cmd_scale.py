@@ -6,9 +6,9 @@ import math
 
 import click
 
+from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
-from draplan.autoscaler.notriggered import NotTriggered, not_triggered
 from draplan.cli.cmd_schedule import gate_text, load_profile
 from draplan.cli.common import (
     filename_option,
@@ -97,8 +97,6 @@ def scale(
     features = input_settings().features()  # a bad flag is reported before any reading
     objects = load_input(filenames)
     state = with_derived_pools(ClusterState.from_objects(objects, features), prices_path)
-    # The cluster as it is, for what each pool's empty node says to the pods still pending.
-    before = ClusterState.from_objects(objects, features) if output in ("json", "wide") else None
     autoscaler = Autoscaler(
         build_profile(load_profile(profile_path)),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
@@ -106,28 +104,7 @@ def scale(
         legacy=legacy,
     )
     gated = gated_pods(state)
-    plan = autoscaler.plan(state, moves=moves)
-    doc = plan.to_dict()
-    doc["gated"] = [
-        {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
-        for p in gated
-    ]
-    blocked: list[NotTriggered] = []
-    if before is not None and plan.pending:
-        before.node_pools.update(state.node_pools)
-        added: dict[str, int] = {}
-        for o in plan.scale_up:
-            added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
-        blocked = not_triggered(
-            before,
-            autoscaler.scheduler,
-            list(state.node_pools.values()),
-            [before.pods[k] for k, _, _ in plan.pending if k in before.pods],
-            added,
-        )
-        doc["notTriggerScaleUp"] = [
-            {"pod": "/".join(b.pod), "message": b.message, "nodeGroups": b.groups} for b in blocked
-        ]
+    plan, doc = plan_document(state, autoscaler, moves=moves, reasons=output in ("json", "wide"))
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
@@ -196,12 +173,16 @@ def scale(
                     for p in doc["pending"]
                 ],
             )
-        if blocked:
+        if blocked := doc.get("notTriggerScaleUp", []):
             emit_table(
                 "not triggering scale-up (per node group, as Cluster Autoscaler's "
                 "NotTriggerScaleUp event)",
                 ["NAMESPACE", "NAME", "NODE GROUP", "REASON"],
-                [[*b.pod, group, why] for b in blocked for group, why in sorted(b.groups.items())],
+                [
+                    [*b["pod"].split("/", 1), group, why]
+                    for b in blocked
+                    for group, why in sorted(b["nodeGroups"].items())
+                ],
             )
         if gated:
             emit_table(

@@ -12,19 +12,9 @@ import yaml
 from draplan.api.codec import encode
 from draplan.cli.common import filename_option, load_input
 from draplan.cluster.state import ClusterState
-from draplan.sources.kuberedact import Redactor, scrub
+from draplan.sources.kuberedact import snapshot_document
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def snapshot_document(items: list[dict[str, Any]], *, redact: bool, key: str = "") -> Any:
-    """The `kind: List` of `items` (JSON form), with node and pod names redacted if asked."""
-    for item in items:
-        scrub(item)
-    if redact:
-        redactor = Redactor.for_objects(items, key)
-        items = [redactor.redact(item) for item in items]
-    return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
 @click.command()

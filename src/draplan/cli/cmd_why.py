@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 import click
 
 from draplan.audit import CATEGORIES, why
+from draplan.audit.documents import why_document
 from draplan.cli.cmd_schedule import load_profile
 from draplan.cli.common import (
     filename_option,
@@ -45,12 +46,7 @@ def why_cmd(
         state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
     diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
-    summary = Counter(d.category for d in diagnoses)
-    doc: dict[str, Any] = {
-        "pods": [d.to_dict() for d in diagnoses],
-        "summary": {c: summary[c] for c in CATEGORIES if summary[c]},
-    }
-    if emit_document(doc, output):
+    if emit_document(why_document(diagnoses), output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)
     for d in diagnoses:

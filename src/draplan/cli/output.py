@@ -9,7 +9,6 @@ them.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from draplan.api.codec import yaml_text
+from draplan.api.codec import json_text, yaml_text
 from draplan.api.errors import BadInput
 from draplan.cli import jsonpath
 
@@ -78,7 +77,7 @@ def _setting(key: str) -> Any:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json_text(doc))
 
 
 def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:

@@ -430,6 +430,9 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
+            if server._stopping:  # a kept-alive connection to a server that is gone
+                self._cut()
+                return
             url = urlsplit(self.path)
             params = parse_qs(url.query)
             server.requests.append((url.path, params))

@@ -158,6 +158,9 @@ class Intake:
         self._groups: dict[str, list[str] | None] = {}
         self._served: dict[str, set[str] | None] = {}
         self._client: httpx2.AsyncClient | None = None
+        # Where each kind's watch resumes: its list's resourceVersion, then every event's and
+        # bookmark's, kept across failed watches so a reconnect needs no relist.
+        self._rv: dict[Resource, str] = {}
 
     # --- running --------------------------------------------------------------------------
 
@@ -189,7 +192,6 @@ class Intake:
         rng = self._rng(res)
         attempt = 0
         version: str | None = None
-        rv = ""
         while True:
             try:
                 if version is None:
@@ -199,14 +201,14 @@ class Intake:
                         await self._sleep(self.options.rediscover)
                         self._groups.pop(res.group, None)
                         continue
-                if not rv:
-                    rv = await self._list(res, version)
-                rv = await self._watch(res, version, rv, rng)
+                if not self._rv.get(res):
+                    self._rv[res] = await self._list(res, version)
+                await self._watch(res, version, rng)
                 attempt = 0
             except Gone:
-                rv = ""  # compacted away: list again, at once (as client-go does)
+                self._rv[res] = ""  # compacted away: list again, at once (as client-go does)
             except Unserved:
-                version, rv = None, ""
+                version, self._rv[res] = None, ""
                 self._groups.pop(res.group, None)
                 self._served.clear()
             except (Failed, BadInput, msgspec.MsgspecError) as err:
@@ -317,8 +319,8 @@ class Intake:
         self.sink.replace(res, items, rv)
         return rv
 
-    async def _watch(self, res: Resource, version: str, rv: str, rng: random.Random) -> str:
-        """Follow one watch stream from `rv` until the server ends it; the newest rv seen."""
+    async def _watch(self, res: Resource, version: str, rng: random.Random) -> None:
+        """Follow one watch stream from the kind's resourceVersion until the server ends it."""
         assert self._client is not None
         path = self._path(res, version)
         source = f"{self.server}{path}"
@@ -326,7 +328,7 @@ class Intake:
         params = {
             **self._selectors(res),
             "watch": "1",
-            "resourceVersion": rv,
+            "resourceVersion": self._rv[res],
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(max(1, seconds)),
         }
@@ -343,14 +345,13 @@ class Intake:
                     buffer = lines.pop()
                     for line in lines:
                         if line.strip():
-                            rv = self._event(res, version, source, line, rv)
+                            self._event(res, version, source, line)
         except (ConfigError, KeyError, ValueError) as err:
             raise Failed(f"credentials: {err}") from None
         except httpx2.HTTPError as err:
             raise Failed(f"watch {path}: {str(err) or type(err).__name__}") from None
-        return rv
 
-    def _event(self, res: Resource, version: str, source: str, line: bytes, rv: str) -> str:
+    def _event(self, res: Resource, version: str, source: str, line: bytes) -> None:
         try:
             event = _EVENT.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -362,15 +363,15 @@ class Intake:
                 raise Gone()
             raise Failed(f"watch {res.plural}: {code}: {obj.get('message', '')}")
         meta = obj.get("metadata")
-        new_rv = str(meta.get("resourceVersion") or rv) if isinstance(meta, dict) else rv
+        if isinstance(meta, dict) and meta.get("resourceVersion"):
+            self._rv[res] = str(meta["resourceVersion"])
         self.sink.contact(res, True)
         if event.type == "BOOKMARK":
-            self.sink.bookmark(res, new_rv)
+            self.sink.bookmark(res, self._rv[res])
         elif event.type in ("ADDED", "MODIFIED"):
             self.sink.upsert(res, _item(obj, res, version, source))
         elif event.type == "DELETED":
             self.sink.remove(res, _item(obj, res, version, source))
-        return new_rv
 
 
 def _check(status: int, body: bytes, headers: Any) -> None:

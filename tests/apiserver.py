@@ -419,6 +419,11 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def handle(self) -> None:
+            # A client that went away mid-answer is the client's business, as for a real server.
+            with contextlib.suppress(OSError):
+                super().handle()
+
         def _send(self, code: int, doc: Obj, headers: dict[str, str] | None = None) -> None:
             body = json.dumps(doc).encode()
             self.send_response(code)

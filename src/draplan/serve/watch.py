@@ -20,7 +20,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx2
 import msgspec
@@ -28,14 +28,19 @@ from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ConfigError
 
+from draplan.api.codec import KINDS, json_decoder
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
+from draplan.api.validation import validate
 from draplan.sources.kubeclient import server_label
+from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
+from draplan.sources.kuberedact import LAST_APPLIED
 from draplan.sources.live import Resource, decode_item, list_path
 
 log = logging.getLogger("draplan.serve.watch")
 
 _ANY = msgspec.json.Decoder()
+T = TypeVar("T")
 
 
 class _Meta(msgspec.Struct):
@@ -98,6 +103,49 @@ class Item:
     obj: KubeStruct | None
     source: str = ""
     error: str = ""
+
+
+class _Typed(msgspec.Struct, Generic[T]):
+    type: str
+    object: T
+
+
+_FAST: dict[tuple[str, str], msgspec.json.Decoder[Any]] = {}
+
+
+def _fast_item(res: Resource, version: str, source: str, line: bytes) -> tuple[str, Item] | None:
+    """An ADDED, MODIFIED or DELETED event decoded straight from its bytes to the typed
+    object, about twice as fast as through a dict; None for anything else (older versions
+    to convert, bookmarks, errors, objects that do not decode or validate), which the
+    general path then reads and reports."""
+    api_version = f"{res.group}/{version}" if res.group else version
+    cls = KINDS.get((api_version, res.kind))
+    if cls is None or (res.group == RESOURCE_GROUP and version != "v1"):
+        return None
+    decoder = _FAST.get((api_version, res.kind))
+    if decoder is None:
+        decoder = _FAST[(api_version, res.kind)] = json_decoder(_Typed[cls])  # type: ignore[valid-type]
+    try:
+        event = decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    obj = event.object
+    if event.type not in ("ADDED", "MODIFIED", "DELETED") or not isinstance(obj, cls):
+        return None
+    if getattr(obj, "api_version", "") != api_version or getattr(obj, "kind", "") != res.kind:
+        return None
+    try:
+        validate(obj)
+    except BadInput:
+        return None
+    meta = obj.metadata  # type: ignore[attr-defined]
+    if LAST_APPLIED in meta.annotations:
+        notes = {k: v for k, v in meta.annotations.items() if k != LAST_APPLIED}
+        obj = msgspec.structs.replace(
+            obj, metadata=msgspec.structs.replace(meta, annotations=notes)
+        )
+    key = (meta.namespace, meta.name)
+    return event.type, Item(key, meta.resource_version, obj, source)
 
 
 def _item(raw: dict[str, Any], res: Resource, version: str, source: str) -> Item:
@@ -352,6 +400,16 @@ class Intake:
             raise Failed(f"watch {path}: {str(err) or type(err).__name__}") from None
 
     def _event(self, res: Resource, version: str, source: str, line: bytes) -> None:
+        fast = _fast_item(res, version, source, line)
+        if fast is not None:
+            kind, item = fast
+            self._rv[res] = item.resource_version or self._rv.get(res, "")
+            self.sink.contact(res, True)
+            if kind == "DELETED":
+                self.sink.remove(res, item)
+            else:
+                self.sink.upsert(res, item)
+            return
         try:
             event = _EVENT.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):

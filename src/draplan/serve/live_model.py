@@ -304,12 +304,14 @@ class LiveClusterModel:
                     self._state.delete(value)
             for value, source in new:
                 self._state.put(value, source)
-        if rebuild or pending or events:
-            self._generation += 1
-        self._applied += events
-        if events:
-            self._applied_arrival = arrival
-        return self._state.flush(), self._generation
+        state = self._state.flush()
+        with self._lock:
+            if rebuild or pending or events:
+                self._generation += 1
+            self._applied += events
+            if events:
+                self._applied_arrival = arrival
+            return state, self._generation
 
     def _objects(self) -> list[tuple[KubeStruct, str]]:
         """Everything stored, as `from_objects` takes it; a NodePool named by two ConfigMaps

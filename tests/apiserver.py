@@ -144,6 +144,7 @@ class ApiServer:
         self.gone_as_event = gone_as_event
         self.max_page = max_page  # a server may answer fewer items than the limit asked
         self.slow = 0.0
+        self.expire_continue = 0  # the next N continue tokens answer 410 Expired, as if compacted
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
         self._cond = threading.Condition()
         self._resources: dict[tuple[str, str], Resource] = {}  # (apiVersion, kind)
@@ -349,7 +350,9 @@ class ApiServer:
             if token:
                 sid, _, offset_text = token.partition(":")
                 snapshot = self._snapshots.get(sid)
-                if snapshot is None or snapshot[0] < self.compacted:
+                expired = self.expire_continue > 0
+                self.expire_continue -= expired
+                if snapshot is None or snapshot[0] < self.compacted or expired:
                     return 410, status(
                         410,
                         "Expired",

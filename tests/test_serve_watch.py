@@ -200,6 +200,35 @@ def test_dropped_connections_reconnect_without_losing_events(
     assert model.health().relists == 0
 
 
+def test_an_expired_continue_token_lists_again_in_one_request(
+    tmp_path: Path, cleanup: list[Any]
+) -> None:
+    churn = Churn(random.Random(10), nodes=6, gpus=2)
+    server = served(churn.initial, bookmark_interval=0.05)
+    server.expire_continue = 1
+    model = _start(server, tmp_path, cleanup, page_size=2)
+    wait_for(lambda: model.health().ready)
+    _converged(model, server, tmp_path)
+    lists = [(p, q) for p, q in server.requests if "watch" not in q and p.endswith("s")]
+    expired = next(i for i, (_, q) in enumerate(lists) if "continue" in q)
+    path = lists[expired][0]
+    # client-go's pager: the whole list again, without a limit (so without a continue).
+    assert any(p == path and "limit" not in q for p, q in lists[expired + 1 :])
+    assert model.health().relists == 0
+
+
+def test_a_slow_link_still_ends_equal(tmp_path: Path, cleanup: list[Any]) -> None:
+    churn = Churn(random.Random(11), nodes=4, gpus=4)
+    server = served(churn.initial, bookmark_interval=0.05)
+    server.slow = 0.02
+    model = _start(server, tmp_path, cleanup)
+    wait_for(lambda: model.health().ready)
+    for _ in range(10):
+        server.apply(_events(churn, 10))
+        time.sleep(0.01)
+    _converged(model, server, tmp_path)
+
+
 def test_ready_only_after_every_initial_list(tmp_path: Path, cleanup: list[Any]) -> None:
     churn = Churn(random.Random(6), nodes=2, gpus=2)
     server = served(churn.initial, bookmark_interval=0.05)

@@ -351,6 +351,7 @@ class Intake:
                 if "continue" not in query:
                     raise
                 raws.clear()
+                rv = ""
                 query = self._selectors(res)
                 continue
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import random
 import resource
 import sys
@@ -94,6 +95,7 @@ def _churn(model: LiveClusterModel, remote: _Remote, rate: int, count: int) -> d
     model has them all."""
     applied = model.health().events_applied
     start = time.monotonic()
+    cpu = time.process_time()
     remote.conn.send(("churn", rate, count))
     sync_seconds: list[float] = []
     done: tuple[int, int, float] | None = None
@@ -112,6 +114,7 @@ def _churn(model: LiveClusterModel, remote: _Remote, rate: int, count: int) -> d
     model.sync()
     sync_seconds.append(time.perf_counter() - t0)
     elapsed = time.monotonic() - start
+    cpu = time.process_time() - cpu
     events = model.health().events_applied - applied
     assert done is not None
     return {
@@ -120,6 +123,11 @@ def _churn(model: LiveClusterModel, remote: _Remote, rate: int, count: int) -> d
         "eventsApplied": events,
         "seconds": round(elapsed, 2),
         "eventsPerSecond": round(events / elapsed),
+        # The model's own CPU time (intake thread and syncs): the rate it sustains on a core of
+        # its own, whatever else the machine runs.
+        "cpuSeconds": round(cpu, 2),
+        "eventsPerCpuSecond": round(events / max(cpu, 1e-9)),
+        "loadAverage": round(os.getloadavg()[0], 1),
         "caughtUpAfterLastChangeSeconds": round(elapsed - done[2], 2),
         "maxSyncSeconds": round(max(sync_seconds), 3),
         "relists": model.health().relists,

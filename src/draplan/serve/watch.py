@@ -209,6 +209,7 @@ class Intake:
         # Where each kind's watch resumes: its list's resourceVersion, then every event's and
         # bookmark's, kept across failed watches so a reconnect needs no relist.
         self._rv: dict[Resource, str] = {}
+        self._failures: dict[Resource, int] = {}  # in a row, since the last success
 
     # --- running --------------------------------------------------------------------------
 
@@ -238,7 +239,6 @@ class Intake:
 
     async def _reflect(self, res: Resource) -> None:
         rng = self._rng(res)
-        attempt = 0
         version: str | None = None
         while True:
             try:
@@ -252,9 +252,14 @@ class Intake:
                 if not self._rv.get(res):
                     self._rv[res] = await self._list(res, version)
                 await self._watch(res, version, rng)
-                attempt = 0
             except Gone:
-                self._rv[res] = ""  # compacted away: list again, at once (as client-go does)
+                # Compacted away: list again at once, as client-go does; a list that is itself
+                # Gone before anything succeeded backs off like any failure.
+                self._rv[res] = ""
+                if self._failures.get(res):
+                    await self._back_off(res, rng, 0.0)
+                else:
+                    self._failures[res] = 1
             except Unserved:
                 version, self._rv[res] = None, ""
                 self._groups.pop(res.group, None)
@@ -266,11 +271,19 @@ class Intake:
                     await self._sleep(self.options.rediscover)
                     continue
                 self.sink.contact(res, False, str(err))
-                retry_after = err.retry_after if isinstance(err, Failed) else 0.0
-                delay = max(self.options.backoff.delay(attempt, rng), retry_after)
-                attempt += 1
-                self.delays = [*self.delays[-99:], (res.plural, delay)]
-                await self._sleep(delay)
+                await self._back_off(res, rng, err.retry_after if isinstance(err, Failed) else 0.0)
+
+    async def _back_off(self, res: Resource, rng: random.Random, retry_after: float) -> None:
+        """Wait before the next attempt: longer after every failure in a row (`_ok` resets)."""
+        attempt = self._failures.get(res, 0)
+        delay = max(self.options.backoff.delay(attempt, rng), retry_after)
+        self._failures[res] = attempt + 1
+        self.delays = [*self.delays[-99:], (res.plural, delay)]
+        await self._sleep(delay)
+
+    def _ok(self, res: Resource) -> None:
+        self._failures[res] = 0
+        self.sink.contact(res, True)
 
     # --- requests -------------------------------------------------------------------------
 
@@ -360,7 +373,7 @@ class Intake:
                 raise Failed(f"GET {path}: the answer is not a list") from None
             raws.extend(page.items or ())
             rv = rv or page.metadata.resource_version
-            self.sink.contact(res, True)
+            self._ok(res)
             if not page.metadata.continue_:
                 break
             query["continue"] = page.metadata.continue_
@@ -387,7 +400,7 @@ class Intake:
             async with self._client.stream("GET", path, params=params, timeout=timeout) as resp:
                 if resp.status_code != 200:
                     _check(resp.status_code, await resp.aread(), resp.headers)
-                self.sink.contact(res, True)
+                self._ok(res)
                 buffer = b""
                 async for chunk in resp.aiter_bytes():
                     lines = (buffer + chunk).split(b"\n")

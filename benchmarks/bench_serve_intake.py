@@ -42,6 +42,8 @@ def _serve(conn: Connection, nodes: int, gpus: int, fill: float, seed: int) -> N
         changes: list[tuple[str, dict[str, Any]]] = []
         while len(changes) < count:
             changes += churn.step()
+        conn.send("ready")
+        conn.recv()
         start = time.monotonic()
         sent = 0
         tick = 0.05
@@ -93,10 +95,12 @@ def _caught_up(model: LiveClusterModel, rv: int) -> bool:
 def _churn(model: LiveClusterModel, remote: _Remote, rate: int, count: int) -> dict[str, float]:
     """Offer `count` changes at `rate` a second (0: at once), syncing every 0.5 s; until the
     model has them all."""
+    remote.conn.send(("churn", rate, count))
+    remote.recv()  # the changes are made up: time from here
     applied = model.health().events_applied
     start = time.monotonic()
     cpu = time.process_time()
-    remote.conn.send(("churn", rate, count))
+    remote.conn.send(("go",))
     sync_seconds: list[float] = []
     done: tuple[int, int, float] | None = None
     while True:

@@ -175,6 +175,7 @@ class Churn:
         self.gpus = gpus
         self.free = {(n, f"gpu-{i}") for n in self.nodes for i in range(gpus)}
         self.running: dict[str, tuple[str, str]] = {}
+        self._names: list[str] = []  # running's keys, for an O(1) random pick
         self.pending: list[str] = []
         self.generation = {n: 1 for n in self.nodes}
         self.serial = 0
@@ -193,6 +194,7 @@ class Churn:
         self.free.discard((node, device))
         name = self._name()
         self.running[name] = (node, device)
+        self._names.append(name)
         return [claim_for(name, node, device), pod_for(name, node)]
 
     def _any(self) -> tuple[str, str]:
@@ -205,7 +207,9 @@ class Churn:
         """The changes of one thing happening in the cluster."""
         roll = self.rng.random()
         if roll < 0.35 and self.running:
-            name = self.rng.choice(list(self.running))
+            i = self.rng.randrange(len(self._names))
+            self._names[i], self._names[-1] = self._names[-1], self._names[i]
+            name = self._names.pop()
             node, device = self.running.pop(name)
             self.free.add((node, device))
             return [
@@ -223,7 +227,7 @@ class Churn:
             self.pending.append(name)
             return [("put", claim_for(name, None, None)), ("put", pod_for(name, None))]
         if roll < 0.95 and self.running:
-            name = self.rng.choice(list(self.running))
+            name = self._names[self.rng.randrange(len(self._names))]
             pod = pod_for(name, self.running[name][0])
             pod["metadata"]["labels"]["step"] = str(self.serial)
             self.serial += 1

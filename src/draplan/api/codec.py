@@ -232,6 +232,13 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     return value
 
 
+def json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    """A decoder from JSON bytes straight to `tp` (quantities as `decode` reads them), for hot
+    paths that then `validate` themselves; its errors carry no field path, so a caller falls
+    back to `decode` for the message."""
+    return msgspec.json.Decoder(tp, dec_hook=_dec_hook)
+
+
 _JSON_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 _JSON_DECODER = msgspec.json.Decoder()
 

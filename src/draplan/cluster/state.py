@@ -123,6 +123,13 @@ def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> No
                 ) from None
 
 
+def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+    """BadInput unless every CEL selector of `obj` compiles and it uses no field of a gate
+    that is off: what `from_objects` checks of each object."""
+    _check_selectors(obj, source, features)
+    _check_gated_fields(obj, source, features)
+
+
 class ClusterState:
     """Nodes, pods, DRA objects and the device / counter / capacity ledgers."""
 
@@ -205,8 +212,7 @@ class ClusterState:
                     name="/".join(p for p in key if p),
                 )
             state.origin[okey] = source
-            _check_selectors(obj, source, features)
-            _check_gated_fields(obj, source, features)
+            check_object(obj, source, features)
             if isinstance(obj, Node):
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):
@@ -479,6 +485,33 @@ class ClusterState:
             self._add_usage(node_name, _usage(pod), -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
+
+    def put_pod(self, pod: Pod) -> None:
+        """Add or replace a pod as the API server holds it (a watch event): its node share
+        moves with its binding; its claims are untouched (they are objects of their own)."""
+        self.delete_pod(key_of(pod))
+        self.pods[key_of(pod)] = pod
+        if pod.spec.node_name and not is_terminal(pod):
+            self._add_usage(pod.spec.node_name, _usage(pod), +1)
+
+    def delete_pod(self, key: ObjectKey) -> None:
+        """Forget a pod the API server deleted, freeing its node share; unlike `remove_pod`,
+        its claims stay (the resourceclaim controller deletes them in events of their own)."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        if pod.spec.node_name and not is_terminal(pod):
+            self._add_usage(pod.spec.node_name, _usage(pod), -1)
+        del self.pods[key]
+
+    def delete_node(self, name: str) -> None:
+        """Forget a Node object the API server deleted; unlike `remove_node`, its slices and
+        pods stay until their own deletions arrive."""
+        if self.nodes.get(name) is None:
+            return
+        del self.nodes[name]
+        self._pool_cache[-1].pop(name, None)
+        self.touch(name)
 
     def remove_pod(self, key: ObjectKey) -> None:
         """A pod finished: free its node share, delete the claims generated for it, and release

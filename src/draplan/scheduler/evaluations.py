@@ -11,11 +11,13 @@ node's answer does not depend on which claim it is (Reserve applies it to the po
 claims), so pods that each name their own claim of one spec share evaluations too.
 
 Identical nodes share answers. A node's answer depends on its Node object (name and hostname
-label aside), the requests of its pods, its devices and their ledgers, and what a plugin
-declares with `signature(state, node)`; nodes equal in all of that (the empty nodes of one
-type, say) are evaluated once per shape. Devices of one pool with the same spec (name aside)
-are interchangeable, so only how many of them are in each ledger state counts; a score must
-not depend on which of them is free. The filters that read only the Node object are evaluated
+label aside; with kube-scheduler's own plugins only, what they read of it: labels, taints,
+unschedulable, capacity, allocatable), the requests of its pods, its devices and their
+ledgers, and what a plugin declares with `signature(state, node)`; nodes equal in all of that
+(the empty nodes of one type, say) are evaluated once per shape. Devices of one pool with the
+same spec (name aside, and attributes nothing reads: `scheduler.unread`) are interchangeable,
+so only how many of them are in each ledger state counts; a score must not depend on which of
+them is free. The filters that read only the Node object are evaluated
 once per shape and Node object kind; DynamicResources' answer depends only on the claims and
 the devices, so it is shared between nodes and shapes with the same ones, unless a score plugin
 reads the allocation itself. Shapes that name nodes (nodeName, hostname or field selectors,
@@ -49,6 +51,12 @@ from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encod
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
+from draplan.scheduler.unread import (
+    AttributeReads,
+    merge,
+    profile_reads_only_known,
+    state_reads,
+)
 
 HOSTNAME = "kubernetes.io/hostname"
 # Score plugins that read DynamicResources' allocation (the devices chosen on this node).
@@ -282,6 +290,10 @@ class Evaluator:
         self._statics: dict[str, tuple[Node, int]] = {}
         self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
         self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
+        # Device attributes that tell devices apart (the others are read by nothing); None:
+        # all of them.
+        self._reads_known = profile_reads_only_known(profile)
+        self._attributes: AttributeReads | None = None
 
     def reset(self, state: ClusterState) -> None:
         """Forget everything learnt on another ClusterState."""
@@ -292,6 +304,7 @@ class Evaluator:
         self._ids.clear()
         self._dra.clear()
         self.shapes.clear()
+        self._attributes = state_reads(state) if self._reads_known else None
 
     # --- signatures of nodes ---------------------------------------------------------------
 
@@ -308,18 +321,31 @@ class Evaluator:
         if hit is not None and hit[0] is node:
             return hit[1]
         meta = node.metadata
-        anonymous = msgspec.structs.replace(
-            node,
-            metadata=msgspec.structs.replace(
-                meta,
-                name="",
-                uid="",
-                resource_version="",
-                creation_timestamp=None,
-                labels={k: v for k, v in meta.labels.items() if k != HOSTNAME},
-            ),
-        )
-        key = self._intern(msgspec.msgpack.encode(anonymous, enc_hook=str))
+        labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
+        seen: object
+        if self._reads_known:
+            # What kube-scheduler's plugins read of a Node: not its provider ID or
+            # annotations, which differ between otherwise identical nodes.
+            seen = (
+                sorted(labels.items()),
+                node.spec.taints,
+                node.spec.unschedulable,
+                node.status.capacity,
+                node.status.allocatable,
+            )
+        else:
+            seen = msgspec.structs.replace(
+                node,
+                metadata=msgspec.structs.replace(
+                    meta,
+                    name="",
+                    uid="",
+                    resource_version="",
+                    creation_timestamp=None,
+                    labels=labels,
+                ),
+            )
+        key = self._intern(msgspec.msgpack.encode(seen, enc_hook=str))
         self._statics[name] = (node, key)
         return key
 
@@ -331,9 +357,15 @@ class Evaluator:
             return hit[1], hit[2]
         local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
         groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
+        reads = self._attributes
         for i, v in enumerate(pool.devices):
+            device = msgspec.structs.replace(v.device, name="")
+            if reads is not None:
+                kept = {k: a for k, a in device.attributes.items() if reads.read(k, v.driver)}
+                if len(kept) != len(device.attributes):
+                    device = msgspec.structs.replace(device, attributes=kept)
             spec = (
-                msgspec.msgpack.encode(msgspec.structs.replace(v.device, name=""), enc_hook=str),
+                msgspec.msgpack.encode(device, enc_hook=str),
                 v.node_name == node,
                 v.all_nodes,
                 msgspec.msgpack.encode(v.node_term, enc_hook=str) if v.node_term else b"",
@@ -620,10 +652,24 @@ class Evaluator:
             ev.shared = shareable(pod.pod, claims)
             ev.merged = key != pod.shape
             if ev.shared:
+                self._note_reads(claims)
                 specs = msgspec.msgpack.encode([c.spec for c in claims], enc_hook=str)
                 ev.claims = self._intern((b"claims", specs))
                 ev.claimed = any(c.status.allocation is None for c in claims)
         return ev
+
+    def _note_reads(self, claims: Sequence[ResourceClaim]) -> None:
+        """Count the attributes a new shape's claims read (claims made after `reset`); node
+        signatures are recomputed if that tells devices apart that were alike."""
+        if self._attributes is None or self._state is None:
+            return
+        classes = self._state.device_classes.values()
+        selectors = [s for dc in classes for s in dc.spec.selectors]
+        wider = merge(self._attributes, selectors, [c.spec for c in claims])
+        if not self._attributes.covers(wider):
+            self._attributes = wider
+            self._signatures.clear()
+            self._pools.clear()
 
     # --- the best node ---------------------------------------------------------------------
 

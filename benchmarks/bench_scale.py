@@ -49,14 +49,17 @@ def write_dump(path: Path, nodes: int, pending: int, never: float) -> None:
         json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, fh, separators=(",", ":"))
 
 
+# As installed: with compiled modules cached (a shell may have turned the cache off).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+MAIN = "from draplan.cli.main import main; main()"
+
+
 def run_command(args: list[str]) -> dict[str, Any]:
     """Wall and CPU seconds and peak RSS of one draplan process."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from draplan.cli.main import main; main()", *args],
-            stdout=out,
-            stderr=err,
+            [sys.executable, "-c", MAIN, *args], stdout=out, stderr=err, env=ENV
         )
         # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the max over all).
         _, status, usage = os.wait4(proc.pid, 0)
@@ -101,6 +104,9 @@ def main() -> int:
             "pods": 5 * args.nodes,
             "dumpMB": round(dumps["main"][0].stat().st_size / 1e6, 1),
         }
+        subprocess.run(
+            [sys.executable, "-c", MAIN, "--help"], env=ENV, check=True, capture_output=True
+        )
         for name, dump, command, target in RUNS:
             if args.only and name not in args.only:
                 continue

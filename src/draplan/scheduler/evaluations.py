@@ -105,7 +105,8 @@ class ShapeEvaluations:
     # Failures counted as fit_error counts them, kept up to date as nodes change.
     printed: Counter[str] = field(default_factory=Counter)
     codes: Counter[str] = field(default_factory=Counter)
-    reasoned: set[str] = field(default_factory=set)  # failing with allocator evidence
+    # Failing with allocator evidence, in name order (fit_error shows the first ones).
+    reasoned: list[str] = field(default_factory=list)
     # Failing nodes that changed but only got fuller: still failing, status not recomputed.
     stale: set[str] = field(default_factory=set)
     # Nodes that can never host the shape while their Node object and pools stay (a
@@ -167,6 +168,20 @@ def _evaluate(
             cycle.data[(plugin.name, name)] = status.detail
     score = sum(weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.scores)
     return NodeEval(version, Status(), score, details, origin)
+
+
+def _add(names: list[str], name: str) -> None:
+    """Add `name` to the sorted list `names` (once)."""
+    i = bisect_left(names, name)
+    if i == len(names) or names[i] != name:
+        names.insert(i, name)
+
+
+def _discard(names: list[str], name: str) -> None:
+    """Remove `name` from the sorted list `names` if there."""
+    i = bisect_left(names, name)
+    if i < len(names) and names[i] == name:
+        del names[i]
 
 
 def _final(status: Status) -> bool:
@@ -505,7 +520,7 @@ class Evaluator:
             if old.status is not (result.status if result is not None else None):
                 if self.explain_failures:
                     tally(ev.printed, ev.codes, old.status, -1)
-                    ev.reasoned.discard(name)
+                    _discard(ev.reasoned, name)
             elif result is not None:
                 ev.evals[name] = result  # the same failure (a shared status): counts stay
                 return
@@ -514,7 +529,7 @@ class Evaluator:
             if self.explain_failures and not result.status.ok:
                 tally(ev.printed, ev.codes, result.status, 1)
                 if isinstance(result.status.detail, Reason):
-                    ev.reasoned.add(name)
+                    _add(ev.reasoned, name)
         if not self.random_ties:
             if result is not None and result.status.ok:
                 heapq.heappush(ev.heap, (-result.score, name))
@@ -815,23 +830,17 @@ class Evaluator:
             return FitReason(f"0/{total} nodes are available.")
         self.freshen(state, cycle, pod, ev)
         evidence: dict[str, Any] = {}
-        seen: set[str] = set()
-        while len(evidence) < SAMPLE:
-            # The first failures in name order; each round's are after the last round's.
-            first = heapq.nsmallest(SAMPLE, (n for n in ev.reasoned if n not in seen))
-            if not first:
-                break
-            for name in first:
-                seen.add(name)
+        # The first failures in name order (a copy: confirming a node may drop it).
+        for name in list(ev.reasoned):
+            e = ev.evals[name]
+            if self._borrowed(ev, e, pod):
+                self.confirm(state, cycle, pod, ev, name)
                 e = ev.evals[name]
-                if self._borrowed(ev, e, pod):
-                    self.confirm(state, cycle, pod, ev, name)
-                    e = ev.evals[name]
-                    if e.status.ok or not isinstance(e.status.detail, Reason):
-                        continue
-                evidence[name] = e.status.detail.to_dict()
-                if len(evidence) >= SAMPLE:
-                    break
+                if e.status.ok or not isinstance(e.status.detail, Reason):
+                    continue
+            evidence[name] = e.status.detail.to_dict()
+            if len(evidence) >= SAMPLE:
+                break
         return aggregate(total, ev.printed, ev.codes, evidence)
 
     def fit_error_among(

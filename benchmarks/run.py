@@ -18,6 +18,7 @@ BENCHES = (
     "bench_openb_frag.py",
     "bench_openb.py",
     "bench_sim.py",
+    "bench_scale.py",
 )
 
 

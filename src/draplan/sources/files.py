@@ -44,7 +44,8 @@ class Document:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off while a bulk load (or what is built from it) runs."""
     # Bulk loads allocate millions of small containers; the cyclic collector only slows them.
     # What was loaded lives as long as the run: frozen, later collections never scan it again
     # (unfrozen, the first ones after a 100 MB load each walk every object it made).
@@ -206,7 +207,7 @@ def load_files(
                 return
         out.append((decode(data, source=doc.source), doc.source))
 
-    with _gc_paused():
+    with gc_paused():
         for source, text in _texts(paths):
             items = _json_list_items(text)
             if items is None:

@@ -339,6 +339,10 @@ class ClusterState:
     def slice_devices(self, name: str) -> tuple[DeviceView, ...]:
         return self._slice_devices.get(name) or ()
 
+    def node_slices(self, node_name: str) -> list[ResourceSlice]:
+        """The slices published for one node (spec.nodeName), in the order they were added."""
+        return [self.slices[n] for n in self._slices_by_node.get(node_name) or ()]
+
     def pools_for_node(self, node: Node) -> tuple[Pool, ...]:
         """Pools visible from `node`, sorted by (driver, pool) as Kubernetes 1.36 does."""
         cache = self._pool_cache[-1]

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from draplan.api.codec import decode
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
-from draplan.sources.files import _gc_paused, stderr_notice
+from draplan.sources.files import gc_paused, stderr_notice
 from draplan.sources.kubeclient import Access, Connection, Forbidden, PageCallback, connect
 from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
 from draplan.sources.kubeconvert import VERSIONS as RESOURCE_VERSIONS
@@ -353,7 +353,7 @@ def read_cluster(
             result.notices.append(
                 f"{RESOURCE_GROUP} is served as {old}, not v1: its objects were converted to v1"
             )
-        with _gc_paused(), _bar(options.progress, options.page_size) as bar:
+        with gc_paused(), _bar(options.progress, options.page_size) as bar:
             for res, version in plan:
                 try:
                     read = _read_one(conn, res, version, options, bar.tracker(_plural(res.kind)))

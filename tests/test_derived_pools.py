@@ -106,14 +106,17 @@ def test_scale_plans_a_dump_with_no_nodepool(run_cli: Any, tmp_path: Path) -> No
     assert table.startswith("DRA-aware plan: +2 nodes, $0.0/h")  # no price anywhere: 0
 
 
-def test_why_judges_with_derived_pools_when_asked(run_cli: Any) -> None:
+def test_why_judges_with_the_pools_scale_derives(run_cli: Any) -> None:
+    """No NodePool in the input: `why` derives the pools as `scale` does, priced by --prices
+    (else at $0, nothing in the dump giving a price)."""
     plain = run_cli("why", "-f", str(DUMP / "cluster.yaml"), "-o", "json").json()
-    derived = run_cli(
+    priced = run_cli(
         "why", "-f", str(DUMP / "cluster.yaml"), "--prices", PRICES, "-o", "json"
     ).json()
-    train = {d["pod"]: d for d in derived["pods"]}["research/train-8-0"]
+    train = {d["pod"]: d for d in priced["pods"]}["research/train-8-0"]
     assert train["fix"]["pool"] == "h100" and train["fix"]["costPerHour"] == 196.64
-    assert "pool" not in ({d["pod"]: d for d in plain["pods"]}["research/train-8-0"]["fix"] or {})
+    unpriced = {d["pod"]: d for d in plain["pods"]}["research/train-8-0"]
+    assert unpriced["fix"]["pool"] == "h100" and unpriced["fix"]["costPerHour"] == 0.0
 
 
 # --- Cluster Autoscaler's clusterapi node groups ------------------------------------------------

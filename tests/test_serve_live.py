@@ -113,7 +113,12 @@ def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serving]:
 
 
 def test_answers_equal_the_cli_on_the_same_live_cluster(serving: Serving, run_cli: Any) -> None:
-    for path, args in (("/v1/why", ("why",)), ("/v1/metrics", ("metrics",))):
+    # No NodePool is served: `why`, `scale` and serve judge with the same derived pools.
+    for path, args in (
+        ("/v1/why", ("why",)),
+        ("/v1/metrics", ("metrics",)),
+        ("/v1/plan", ("scale",)),
+    ):
         out = run_cli(*args, "--kubeconfig", serving.kubeconfig, "-o", "json")
         assert out.code == 0, out.err
         assert _get(serving.url + path) == json.loads(out.out), path

@@ -9,6 +9,7 @@ must not take room here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -285,12 +286,39 @@ def test_the_readme_explains_every_category() -> None:
     assert rows == set(CATEGORIES)
 
 
+def unmanaged(objs: Objs) -> Objs:
+    """The dump without its nodes' Karpenter labels: a cluster no autoscaler grows, so `why`
+    derives no pool from it."""
+    for o in objs:
+        if o["kind"] == "Node":
+            o["metadata"]["labels"].pop("karpenter.sh/nodepool", None)
+    return objs
+
+
 def test_wide_output_names_the_moves(run_cli: Any, tmp_path: Path) -> None:
     """The FIX column says which pod goes where, not only that pods move."""
-    out = run_cli("why", "-f", write(tmp_path, dump()), "-o", "wide")
+    out = run_cli("why", "-f", write(tmp_path, unmanaged(dump())), "-o", "wide")
     assert out.code == 0, out.err
     row = next(line for line in out.out.splitlines() if "finetune-numa-0" in line)
     assert "move=serving/embed-0->gpu-l4-a" in row, row
+
+
+def test_without_node_pools_why_and_scale_derive_the_same_pools(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """A dump with no NodePool whose nodes carry Karpenter's labels: `why` waits for the nodes
+    `scale` plans, from the same derived pools."""
+    path = write(tmp_path, dump())
+    plan = json.loads(run_cli("scale", "-f", path, "-o", "json").out)
+    added = {u["pool"]: u["add"] for u in plan["scaleUp"]}
+    out = run_cli("why", "-f", path, "-o", "json")
+    assert out.code == 0, out.err
+    waiting = {
+        p["pod"]: p for p in json.loads(out.out)["pods"] if p["category"] == "WaitingForScaleUp"
+    }
+    assert "research/finetune-numa-0" in waiting, sorted(waiting)
+    for pod, verdict in waiting.items():
+        assert verdict["fix"]["pool"] in added, (pod, verdict["fix"], added)
 
 
 def test_no_pool_names_what_a_toleration_would_not_fix() -> None:

@@ -9,7 +9,13 @@ from typing import Any
 import click
 
 from draplan.audit.documents import metrics_document
-from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.common import (
+    filename_option,
+    load_state,
+    output_option,
+    prices_option,
+    with_derived_pools,
+)
 from draplan.cli.output import emit_document, emit_table
 
 HEADERS = [
@@ -64,11 +70,13 @@ def most_stranded(scope: dict[str, Any], top: int = 0) -> list[tuple[str, dict[s
     show_default=True,
     help="Table: how many resource pools and nodes to list, most stranded first (0: all).",
 )
+@prices_option
 @output_option
-def metrics_cmd(filenames: tuple[str, ...], top: int, output: str) -> None:
+def metrics_cmd(filenames: tuple[str, ...], top: int, prices_path: str | None, output: str) -> None:
     """Where GPUs go: allocated, partitioned, shared, free, and stranded (free, yet no typical
     pod's shape can use it)."""
-    doc = metrics_document(load_state(filenames))
+    # Priced by the same pools `why` and `scale` judge with (derived when none is given).
+    doc = metrics_document(with_derived_pools(load_state(filenames), prices_path))
     if emit_document(doc, output):
         return
     emit_table("Cluster", HEADERS, [_row("cluster", doc["cluster"])])

@@ -14,7 +14,7 @@ import click
 
 from draplan.api.errors import BadInput
 from draplan.cli.cmd_schedule import load_profile
-from draplan.cli.common import filename_option, input_settings, load_state
+from draplan.cli.common import filename_option, input_settings, load_state, prices_option
 from draplan.scheduler import build_profile
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ def parse_listen(value: str) -> tuple[str, int]:
 @click.option(
     "--expander-insecure", is_flag=True, help="Serve the expander without TLS (local use only)."
 )
+@prices_option
 def serve(
     filenames: tuple[str, ...],
     listen: str,
@@ -139,6 +140,7 @@ def serve(
     tls_cert: str | None,
     tls_key: str | None,
     expander_insecure: bool,
+    prices_path: str | None,
 ) -> None:
     """Serve /metrics (Prometheus), /v1/why, /v1/metrics, /v1/plan, /v1/snapshot, /healthz
     and /readyz from a cluster model kept current, until SIGTERM."""
@@ -152,6 +154,7 @@ def serve(
     from draplan.serve.http import Server
     from draplan.serve.loop import AuditLoop, Listener
     from draplan.sources.kubeclient import resolve_config
+    from draplan.sources.prices import load_prices
 
     address = parse_listen(listen)
     if expander_listen and not expander_insecure and not (tls_cert and tls_key):
@@ -166,7 +169,8 @@ def serve(
     registry = CollectorRegistry()
     recorder = EventRecorder(poster) if poster else None
     listeners: tuple[Listener, ...] = (recorder,) if recorder else ()
-    loop = AuditLoop(model, Auditor(profile), audit_interval, registry, listeners)
+    prices = load_prices(prices_path) if prices_path else None
+    loop = AuditLoop(model, Auditor(profile, prices=prices), audit_interval, registry, listeners)
     api = Api(loop, model, Exposition(loop, model, registry), allow_unredacted_snapshot, redact_key)
     try:
         server = Server(address, api)

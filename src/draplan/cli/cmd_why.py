@@ -25,25 +25,17 @@ from draplan.scheduler import build_profile
 @click.command("why")
 @filename_option()
 @click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
-@click.option(
-    "--derive-pools",
-    is_flag=True,
-    help="With no NodePool in the input, judge with pools derived from the cluster's node "
-    "groups, as scale does (implied by --prices).",
-)
 @prices_option
 @output_option
 def why_cmd(
     filenames: tuple[str, ...],
     profile_path: str | None,
-    derive_pools: bool,
     prices_path: str | None,
     output: str,
 ) -> None:
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
     state = load_state(filenames, select=False)
-    if derive_pools or prices_path:
-        state = with_derived_pools(state, prices_path)
+    state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
     diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
     if emit_document(why_document(diagnoses), output):

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draplan.api.codec import json_text
+from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document, plan_document, why_document
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
+from draplan.autoscaler.derived import derive_pools
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
 from draplan.serve.series import Family, cluster_series, waiting_gangs
@@ -44,6 +46,8 @@ class Auditor:
     profile: Profile = field(default_factory=build_profile)
     limits: Limits = field(default_factory=Limits)
     expanders: tuple[str, ...] = DEFAULT_EXPANDERS
+    prices: Mapping[str, str] | None = None
+    """The `--prices` table for pools derived from node groups."""
     gangs_seen: dict[str, float] = field(default_factory=dict)
     """When each waiting gang was first seen waiting (wall clock), for gangs whose pods carry
     no creation time."""
@@ -52,6 +56,16 @@ class Auditor:
     _state: ClusterState | None = field(default=None, init=False, repr=False)
     _placer: Placer | None = field(default=None, init=False, repr=False)
     _autoscaler: Autoscaler | None = field(default=None, init=False, repr=False)
+    _derived: dict[str, NodePool] = field(default_factory=dict, init=False, repr=False)
+
+    def _derive_pools(self, state: ClusterState) -> None:
+        """With no NodePool in the model, the pools `scale` and `why` derive from its node
+        groups, derived again each audit since nodes come and go."""
+        for name, pool in self._derived.items():
+            if state.node_pools.get(name) is pool:
+                del state.node_pools[name]
+        self._derived = {} if state.node_pools else derive_pools(state, self.prices).pools
+        state.node_pools.update(self._derived)
 
     def audit(self, state: ClusterState, generation: int) -> Answers:
         start = time.monotonic()
@@ -62,6 +76,7 @@ class Auditor:
             self._state = state
             self._placer = Placer(self.profile)
             self._autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
+        self._derive_pools(state)
         diagnoses = tuple(why(state, self.profile, self._placer))
         metrics = metrics_document(state)
         autoscaler = self._autoscaler

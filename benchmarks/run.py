@@ -21,6 +21,7 @@ BENCHES = (
     "bench_openb.py",
     "bench_sim.py",
     "bench_serve_intake.py",
+    "bench_serve_freshness.py",
     "bench_scale.py",
 )
 

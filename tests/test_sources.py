@@ -272,11 +272,19 @@ def test_missing_path() -> None:
 
 def test_read_documents_keeps_raw_json_form(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
-    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[1, 2]\n")
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[{b: 1}, {c: 2}]\n")
     docs = list(read_documents([str(path)]))
-    # A top-level list is flattened; type checks are the codec's job, not the reader's.
-    assert [d.data for d in docs] == [node("a"), 1, 2]
+    # A top-level list is flattened; fields are the codec's job, not the reader's.
+    assert [d.data for d in docs] == [node("a"), {"b": 1}, {"c": 2}]
     assert all(d.source == str(path) for d in docs)
+
+
+def test_read_documents_refuses_an_item_that_is_not_an_object(tmp_path: Path) -> None:
+    # Refused before anything walks it: a list item could hide a billion-laughs expansion.
+    path = tmp_path / "two.yaml"
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[{b: 1}, [2]]\n")
+    with pytest.raises(BadInput, match=r": \[1\]: expected an object, got list$"):
+        list(read_documents([str(path)]))
 
 
 def test_node_pools_in_a_labelled_configmap(tmp_path: Path) -> None:

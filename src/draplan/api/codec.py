@@ -164,19 +164,27 @@ def _not_a_name(value: Any) -> str:
     return f"expected a non-empty string, got {type(value).__name__}"
 
 
-def decode(obj: Any, *, source: str = "") -> KubeStruct:
-    """Turn one Kubernetes object in JSON form into its typed value, validated."""
+def header(obj: Any, source: str = "") -> tuple[str, str, str]:
+    """apiVersion, kind and name of an object in JSON form, the first two non-empty strings
+    (every reader checks this before it looks an object up by kind)."""
     if not isinstance(obj, dict):
         raise BadInput(f"expected an object, got {type(obj).__name__}", source=source)
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     meta = obj.get("metadata")
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    name = meta.get("name", "") if isinstance(meta, dict) else ""
+    name = name if isinstance(name, str) else str(name)
     if not isinstance(kind, str) or not kind:
         raise BadInput(_not_a_name(kind), source=source, name=name, path="kind")
     if not isinstance(api_version, str) or not api_version:
         raise BadInput(
             _not_a_name(api_version), source=source, kind=kind, name=name, path="apiVersion"
         )
+    return api_version, kind, name
+
+
+def decode(obj: Any, *, source: str = "") -> KubeStruct:
+    """Turn one Kubernetes object in JSON form into its typed value, validated."""
+    api_version, kind, name = header(obj, source)
     cls = KINDS.get((api_version, kind))
     if cls is None:
         known = sorted(v for (v, k) in KINDS if k == kind)

@@ -12,6 +12,7 @@ import yaml
 from draplan.api import autoscaling, core_v1, draplan_v1alpha1, kueue, resource_v1, scheduling
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
+from draplan.api.nodepool import slice_documents, substitute
 from draplan.api.quantity import Quantity
 from draplan.api.validation import validate
 
@@ -213,9 +214,27 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
         raise BadInput(msg, source=source, kind=kind, name=name, path=path) from None
     try:
         validate(value)
+        if isinstance(value, draplan_v1alpha1.NodePool):
+            _check_template_slices(value)
     except BadInput as err:
         raise err.located(source=source, kind=kind, name=name) from None
     return value
+
+
+# Any valid node name: the template's slices are checked as a new node's would be.
+_SOME_NODE = "node-0"
+
+
+def _check_template_slices(pool: draplan_v1alpha1.NodePool) -> None:
+    """A NodePool's `spec.resourceSlices` are validated exactly as real ResourceSlices."""
+    specs = [to_builtins(s) for s in pool.spec.resource_slices]
+    for i, doc in enumerate(slice_documents(specs)):
+        try:
+            decode(substitute(doc, _SOME_NODE))
+        except BadInput as err:
+            inner = err.path.removeprefix("spec").lstrip(".")
+            path = f"spec.resourceSlices[{i}]" + (f".{inner}" if inner else "")
+            raise BadInput(err.message, path=path) from None
 
 
 _JSON_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)

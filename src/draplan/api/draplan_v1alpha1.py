@@ -18,6 +18,8 @@ PRICE_LABEL = "draplan.io/price-per-hour"
 # Every number that drives work (jobs, nodes, events, seconds of simulated time) is bounded:
 # far above any real cluster or scenario, low enough that a run always ends.
 MAX_JOBS = 100_000
+# The autoscaler policies a Scenario compares (draplan.sim.engine runs them).
+SCENARIO_POLICIES = ("legacy", "dra", "dra+gang-atomic")
 MAX_POOL_NODES = 100_000
 MAX_SECONDS = 10 * 365 * 86_400  # ten years
 Count = Annotated[int, Meta(ge=0, le=MAX_POOL_NODES)]

@@ -92,7 +92,7 @@ class SchedulerProfileSpec(KubeStruct, frozen=True):
     score_plugins: tuple[PluginWeight, ...] | None = None  # unset: the defaults
     disabled_plugins: tuple[str, ...] = ()  # filter plugins to skip, by name
     device_order: str = "tight"  # the allocator's device order: tight or first-fit
-    filter_timeout_seconds: Annotated[float, Meta(gt=0, le=3600)] = (
+    filter_timeout_seconds: Annotated[float, Meta(ge=0, le=3600)] = (
         10.0  # the allocator's time budget per node
     )
 

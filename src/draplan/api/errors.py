@@ -67,7 +67,7 @@ class BadInput(Exception):
         path = self.path
         if path_prefix:
             path = f"{path_prefix}.{path}" if path else path_prefix
-        return BadInput(
+        return type(self)(
             self.message,
             source=self.source or source,
             kind=self.kind or kind,

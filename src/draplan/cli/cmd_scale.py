@@ -20,11 +20,11 @@ from draplan.api.core_v1 import PodTemplate, PodTemplateSpec
 from draplan.api.meta import ObjectMeta
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
 from draplan.autoscaler.provreq import with_status
-from draplan.cli.cmd_schedule import gate_text, load_profile
+from draplan.cli.cmd_schedule import gate_text, profile_from
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import build_profile, gated_pods
+from draplan.scheduler import gated_pods
 from draplan.scheduler.gangs import find_gangs
 
 TARGET_SIZE = "draplan.io/target-size-increase"
@@ -158,7 +158,7 @@ def scale(
     state = load_state(filenames)
     pools = dict(state.node_pools)
     autoscaler = Autoscaler(
-        build_profile(load_profile(profile_path)),
+        profile_from(profile_path),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
         chain,
         legacy=legacy,

@@ -8,10 +8,9 @@ from typing import Any
 import click
 
 from draplan.audit import CATEGORIES, why
-from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_document, emit_table, no_headers
-from draplan.scheduler import build_profile
 
 
 @click.command("why")
@@ -22,7 +21,7 @@ def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
     state = load_state(filenames, select=False)
     shown = shown_pods(state)
-    diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
+    diagnoses = [d for d in why(state, profile_from(profile_path)) if shown(d.pod)]
     summary = Counter(d.category for d in diagnoses)
     doc: dict[str, Any] = {
         "pods": [d.to_dict() for d in diagnoses],

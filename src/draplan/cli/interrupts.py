@@ -2,16 +2,13 @@
 Ctrl-C is silent. Output written with `write_whole` is all there or not at all.
 
 Installed by `draplan.cli` itself when a console script runs (before the heavy imports) and by
-`main()`. Only the os, signal and sys modules are imported here, so installing costs nothing.
+`main()`. Only os, sys and the C module `_signal` are imported here (`signal` imports enum and
+`typing` takes milliseconds: each import before the handler is a window for a traceback).
 """
 
-from __future__ import annotations
-
-import contextlib
+import _signal  # type: ignore[import-not-found]
 import os
-import signal
 import sys
-from typing import Any
 
 EXIT_INTERRUPTED = 130
 SCRIPTS = frozenset({"draplan", "kubectl-draplan", "kubectl_complete-draplan"})
@@ -21,27 +18,46 @@ pending_files: set[str] = set()
 _owner = 0  # the process that prints the line; worker processes leave quietly
 
 
-def _on_interrupt(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        return
+
+
+def _say(data: bytes) -> None:
+    try:
+        os.write(2, data)
+    except OSError:
+        return
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     for path in list(pending_files):
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        _remove(path)
     if os.getpid() == _owner:
-        with contextlib.suppress(OSError):
-            os.write(2, b"interrupted\n")
+        _say(b"interrupted\n")
     # Not SystemExit: unwinding could run into code that prints (or a second Ctrl-C could
     # land in a `finally`); stdout's buffer is dropped, so no half document is flushed.
     os._exit(EXIT_INTERRUPTED)
 
 
-def install() -> Any:
-    """Handle SIGINT as above from now on; the previous handler (None off the main thread)."""
+def install() -> object:
+    """Handle SIGINT as above from now on; the previous handler (None if not installed)."""
     global _owner
     _owner = os.getpid()
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        return None  # ignored by whoever started us (nohup, a background job): keep it so
     try:
-        return signal.signal(signal.SIGINT, _on_interrupt)
+        return _signal.signal(_signal.SIGINT, _on_interrupt)
     except ValueError:  # not the main thread: nothing to install
         return None
+
+
+def restore(previous: object) -> None:
+    if previous is not None:
+        _signal.signal(_signal.SIGINT, previous)
 
 
 def install_for_scripts() -> None:
@@ -51,9 +67,9 @@ def install_for_scripts() -> None:
 
 def write_whole(text: str) -> None:
     """Write `text` to stdout and flush it with Ctrl-C held back until it is written."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)

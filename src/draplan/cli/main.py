@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-import signal
 import statistics
 import sys
 import time
@@ -259,8 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"internal error: {type(err).__name__}: {escape(str(err))}", err=True)
         sys.exit(EXIT_INTERNAL)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        interrupts.restore(previous)
     sys.exit(0)
 
 

@@ -173,7 +173,7 @@ def header(obj: Any, source: str = "") -> tuple[str, str, str]:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     meta = obj.get("metadata")
     name = meta.get("name", "") if isinstance(meta, dict) else ""
-    name = name if isinstance(name, str) else str(name)
+    name = name if isinstance(name, str) else ""  # not a name: decoding reports it
     if not isinstance(kind, str) or not kind:
         raise BadInput(_not_a_name(kind), source=source, name=name, path="kind")
     if not isinstance(api_version, str) or not api_version:

@@ -133,7 +133,9 @@ def _check_objects(data: Any, source: str) -> None:
             try:
                 header(item)
             except BadInput as err:
-                raise err.located(source=source, path_prefix=f"items[{i}]") from None
+                raise err.located(
+                    source=source, kind=str(data["kind"]), path_prefix=f"items[{i}]"
+                ) from None
         return
     header(data, source)
 

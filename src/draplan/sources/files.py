@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from draplan.api.codec import decode, is_modelled
-from draplan.api.errors import BadInput
+from draplan.api.errors import BadInput, escape
 from draplan.api.meta import KubeStruct
 from draplan.sources.yamltext import load_json, load_yaml
 
@@ -167,7 +167,7 @@ def load_files(
             if isinstance(data, dict):
                 api_version, kind = data.get("apiVersion"), data.get("kind")
                 if not is_modelled(api_version, kind):
-                    skipped[f"{kind} ({api_version})"] += 1
+                    skipped[f"{escape(str(kind))} ({escape(str(api_version))})"] += 1
                     continue
             out.append((decode(data, source=doc.source), doc.source))
     if notify is not None:

@@ -131,13 +131,35 @@ def _check_objects(data: Any, source: str) -> None:
             )
         for i, item in enumerate(items):
             try:
-                header(item)
+                _check_object(item)
             except BadInput as err:
                 raise err.located(
                     source=source, kind=str(data["kind"]), path_prefix=f"items[{i}]"
                 ) from None
         return
-    header(data, source)
+    try:
+        _check_object(data)
+    except BadInput as err:
+        raise err.located(source=source) from None
+
+
+def _check_object(obj: Any) -> None:
+    """apiVersion and kind strings, and the metadata every rewrite names objects by."""
+    _, kind, name = header(obj)
+    meta = obj.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise BadInput(f"expected an object, got {type(meta).__name__}", kind=kind, path="metadata")
+    for field in ("name", "namespace"):
+        value = meta.get(field)
+        if value is not None and not isinstance(value, str):
+            raise BadInput(
+                f"expected str, got {type(value).__name__}",
+                kind=kind,
+                name=name,
+                path=f"metadata.{field}",
+            )
 
 
 def objects_of(data: Any) -> Iterator[tuple[tuple[str | int, ...], Any]]:

@@ -20,6 +20,7 @@ import yaml
 
 from draplan.api.codec import header
 from draplan.api.errors import BadInput
+from draplan.api.validation import check_dns_label
 from draplan.sources.yamltext import MarkedLoader, load_json, load_yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -160,6 +161,13 @@ def _check_object(obj: Any) -> None:
                 name=name,
                 path=f"metadata.{field}",
             )
+    # Every kind's namespace is a DNS label (names differ by kind: RBAC allows `system:…`);
+    # the claim templates made for an object go into its namespace.
+    if meta.get("namespace"):
+        try:
+            check_dns_label(meta["namespace"], "metadata.namespace")
+        except BadInput as err:
+            raise err.located(kind=kind, name=name) from None
 
 
 def objects_of(data: Any) -> Iterator[tuple[tuple[str | int, ...], Any]]:

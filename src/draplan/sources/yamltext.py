@@ -47,33 +47,42 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def check_expansion(root: yaml.Node) -> None:
     """Refuse a node graph whose alias expansion is too large, too deep or endless.
 
-    Aliases make the composed graph a DAG (or a cycle); the size and depth of its expansion
-    are computed per distinct node, so the check costs O(nodes), not O(expansion).
+    Aliases make the composed graph a DAG (or a cycle); the expansion's size, depth and alias
+    count are computed per distinct node, so the check costs O(nodes), not O(expansion). As
+    go-yaml counts: every node decoded, an alias once more, and the nodes decoded inside an
+    alias's expansion are the aliased ones.
     """
-    done: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded size, depth)
+    # id(node) -> (nodes decoded, depth, alias references) of its expansion
+    done: dict[int, tuple[int, int, int]] = {}
+    first: dict[int, tuple[int, int]] = {}  # id(node) -> the edge (parent, index) it is under
     ancestors: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    stack: list[tuple[yaml.Node, bool, tuple[int, int]]] = [(root, False, (0, 0))]
     while stack:
-        node, finished = stack.pop()
+        node, finished, edge = stack.pop()
         key = id(node)
         if finished:
             ancestors.discard(key)
-            size, depth = 1, 0
-            for child in _children(node):
-                s, d = done[id(child)]
-                size += s
+            size, depth, aliases = 1, 0, 0
+            for i, child in enumerate(_children(node)):
+                s, d, a = done[id(child)]
+                alias = first[id(child)] != (key, i)
+                size += s + alias
                 depth = max(depth, d)
-            done[key] = (size, depth + 1)
+                aliases += a + alias
+            done[key] = (size, depth + 1, aliases)
             continue
         if key in done:
             continue
         if key in ancestors:
             raise ConstructorError(None, None, "an anchor's value contains itself", node.start_mark)
         ancestors.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_children(node)))
-    size, depth = done[id(root)]
-    expanded = size - len(done)
+        first[key] = edge
+        stack.append((node, True, edge))
+        children = _children(node)
+        stack.extend((children[i], False, (key, i)) for i in reversed(range(len(children))))
+    size, depth, aliases = done[id(root)]
+    # Decoded inside expansions: all but the distinct nodes and the alias references.
+    expanded = size - len(done) - aliases
     if expanded > 100 and size > 1000 and expanded / size > _allowed_alias_ratio(size):
         raise ConstructorError(None, None, "document contains excessive aliasing", root.start_mark)
     if depth > MAX_DEPTH:

@@ -20,7 +20,7 @@ import yaml
 from conftest import DATA, Run
 from draplan.cli.demo import example_path
 
-CASES = int(os.environ.get("DRAPLAN_FUZZ_CASES", "200"))
+CASES = int(os.environ.get("DRAPLAN_FUZZ_CASES", "160"))
 SECONDS_PER_CASE = 10.0
 REALISTIC = DATA / "realistic"
 MIGRATE = DATA / "migrate"
@@ -84,6 +84,8 @@ TEXT_VALUES = [
 
 def _mutate_text(rng: random.Random, text: str) -> tuple[str, str]:
     lines = text.splitlines(keepends=True)
+    if not lines:
+        return "\n", "empty"
     i = rng.randrange(len(lines))
     how = rng.randrange(7)
     if how == 0:
@@ -117,7 +119,12 @@ def _leaves(data: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _mutate_data(rng: random.Random, text: str) -> tuple[str, str]:
-    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:  # an earlier mutation broke the syntax: mutate the text
+        return _mutate_text(rng, text)
+    if not docs:
+        return _mutate_text(rng, text)
     d = rng.randrange(len(docs))
     trail = rng.choice(_leaves(docs[d])[1:] or [()])
     if not trail:

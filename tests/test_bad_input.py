@@ -388,3 +388,16 @@ def test_migrate_nul_byte_in_a_later_document(tmp_path: Path, run_cli: Any) -> N
         str(path),
         "invalid YAML at line 7 column 22: unacceptable character #x0000",
     )
+
+
+def test_validate_builds_a_node_of_every_pool_as_scale_would(tmp_path: Path, run_cli: Any) -> None:
+    pool = (
+        "apiVersion: draplan.io/v1alpha1\nkind: NodePool\nmetadata: {name: copy}\n"
+        "spec: {maxNodes: 2, fromNode: no-such-node}\n"
+    )
+    f = _files(tmp_path, pool=pool)
+    assert_bad_input(
+        run_cli("validate", "-f", f["pool"]),
+        f["pool"],
+        "NodePool \"copy\": spec.fromNode: fromNode 'no-such-node' is not in the input",
+    )

@@ -19,6 +19,7 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput, escape
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.autoscaler.templates import make_node
 from draplan.cli import interrupts
 from draplan.cli.cmd_completion import COMPLETE_VAR
 from draplan.cli.cmd_simulate import date_option
@@ -52,6 +53,8 @@ def validate(filenames: tuple[str, ...], output: str) -> None:
     """Load and validate objects; summarise what was read."""
     objects = load_input(filenames)
     state = ClusterState.from_objects(objects, input_settings().features())
+    for pool in state.node_pools.values():
+        make_node(state, pool, "node-0", {})  # as deep as `scale`: fromNode, slices as stamped
     kinds = Counter(
         f"{getattr(o, 'kind', '')} ({getattr(o, 'api_version', '')})" for o, _ in objects
     )

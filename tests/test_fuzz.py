@@ -20,7 +20,7 @@ import yaml
 from conftest import DATA, Run
 from draplan.cli.demo import example_path
 
-CASES = int(os.environ.get("DRAPLAN_FUZZ_CASES", "160"))
+CASES = int(os.environ.get("DRAPLAN_FUZZ_CASES", "120"))
 SECONDS_PER_CASE = 10.0
 REALISTIC = DATA / "realistic"
 MIGRATE = DATA / "migrate"

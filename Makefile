@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean protos
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+protos: $(STAMP)
+	PYTHON=$(PY) scripts/gen_protos.sh
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -331,6 +331,59 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             ]
         },
     },
+    ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest"): {
+        "metadata": {"name": "check-gpus"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "poolName": "node-1",
+            "limit": 10,
+            "defaultPartitionTypeAttribute": "gpu.nvidia.com/profile",
+        },
+        "status": {
+            "poolCount": 1,
+            "pools": [
+                {
+                    "driver": "gpu.nvidia.com",
+                    "poolName": "node-1",
+                    "generation": 2,
+                    "resourceSliceCount": 2,
+                    "totalDevices": 3,
+                    "allocatedDevices": 1,
+                    "availableDevices": 2,
+                    "unavailableDevices": 0,
+                    "nodeName": "node-1",
+                    "partitionSummary": [
+                        {
+                            "attribute": "gpu.nvidia.com/profile",
+                            "type": "1g.10gb",
+                            "total": 2,
+                            "allocatable": 0,
+                        }
+                    ],
+                    "shareableSummary": {
+                        "fullyAvailableDevices": 0,
+                        "partiallyAvailableDevices": 1,
+                        "capacity": [
+                            {
+                                "name": "memory",
+                                "total": "40Gi",
+                                "consumed": "10Gi",
+                                "available": "30Gi",
+                            }
+                        ],
+                    },
+                }
+            ],
+            "conditions": [
+                {
+                    "type": "Complete",
+                    "status": "True",
+                    "reason": "CalculationComplete",
+                    "lastTransitionTime": "2026-09-01T10:05:00Z",
+                }
+            ],
+        },
+    },
     ("scheduling.k8s.io/v1beta1", "Workload"): {
         "metadata": {**NS_META, "name": "llm"},
         "spec": {
@@ -467,6 +520,84 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
     },
 }
+OBJECTS[("karpenter.sh/v1", "NodePool")] = {
+    "metadata": {"name": "gpu"},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"team": "ml"}},
+            "spec": {
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "In",
+                        "values": ["p5.48xlarge"],
+                    },
+                    {
+                        "key": "karpenter.k8s.aws/instance-gpu-count",
+                        "operator": "Gt",
+                        "values": ["4"],
+                        "minValues": 1,
+                    },
+                ],
+                "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule", "value": "present"}],
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "gpu",
+                },
+                "expireAfter": "720h",
+            },
+        },
+        "disruption": {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "10m",
+            "budgets": [{"nodes": "1"}],
+        },
+        "limits": {"cpu": "1k", "nvidia.com/gpu": "16"},
+        "weight": 10,
+    },
+    "status": {"resources": {"cpu": "192"}},
+}
+OBJECTS[("karpenter.sh/v1", "NodeClaim")] = {
+    "metadata": {"name": "gpu-abcde", "labels": {"karpenter.sh/nodepool": "gpu"}},
+    "spec": {
+        "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}],
+        "resources": {"requests": {"cpu": "32", "pods": "1"}},
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+    },
+}
+OBJECTS[("cluster.x-k8s.io/v1beta2", "MachineDeployment")] = {
+    "metadata": {
+        **NS_META,
+        "name": "gpu-workers",
+        "annotations": {
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "0",
+            "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "4",
+            "capacity.cluster-autoscaler.kubernetes.io/cpu": "64",
+            "capacity.cluster-autoscaler.kubernetes.io/memory": "512Gi",
+            "capacity.cluster-autoscaler.kubernetes.io/gpu-count": "4",
+            "capacity.cluster-autoscaler.kubernetes.io/dra-driver": "gpu.nvidia.com",
+        },
+    },
+    "spec": {
+        "clusterName": "prod",
+        "replicas": 0,
+        "template": {
+            "metadata": {"labels": {"node-role.kubernetes.io/gpu": ""}},
+            "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+        },
+    },
+}
+OBJECTS[("cluster.x-k8s.io/v1beta2", "MachinePool")] = {
+    "metadata": {
+        **NS_META,
+        "name": "gpu-pool",
+        "annotations": {"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "3"},
+    },
+    "spec": {"clusterName": "prod", "replicas": 1, "providerIDList": ["aws:///us-west-2a/i-0abc"]},
+}
+for _kind in ("MachineDeployment", "MachinePool"):
+    OBJECTS[("cluster.x-k8s.io/v1beta1", _kind)] = OBJECTS[("cluster.x-k8s.io/v1beta2", _kind)]
 # Kueue's v1beta2 Workload has v1beta1's fields that draplan reads.
 OBJECTS[("kueue.x-k8s.io/v1beta2", "Workload")] = OBJECTS[("kueue.x-k8s.io/v1beta1", "Workload")]
 # scheduling.k8s.io/v1alpha3 serves v1beta1's shape (1.37 releases before the beta).
@@ -537,7 +668,7 @@ def test_unknown_fields_are_ignored() -> None:
     noisy = copy.deepcopy(doc)
     noisy["metadata"]["managedFields"] = [{"manager": "kubelet", "operation": "Update"}]
     noisy["spec"]["futureField"] = {"nested": [1, 2, 3]}
-    noisy["spec"]["devices"][0]["attributes"]["index"]["ints"] = [0, 1]
+    noisy["spec"]["devices"][0]["attributes"]["index"]["floats"] = [0.5, 1.5]
     noisy["spec"]["devices"][0]["somethingNew"] = True
     noisy["status"] = {"whatever": "x"}
     obj = decode(noisy)

@@ -206,7 +206,15 @@ def test_metrics_cli_json(run_cli: Any, tmp_path: Path) -> None:
     out = run_cli("metrics", "-f", write(tmp_path, sc.priced_fragmented()), "-o", "json")
     assert out.code == 0, out.err
     doc = out.json()
-    assert set(doc) == {"cluster", "deviceClasses", "nodePools", "resourcePools", "nodes"}
+    assert set(doc) == {
+        "cluster",
+        "deviceClasses",
+        "nodePools",
+        "resourcePools",
+        "nodes",
+        "poolStatus",
+        "poolStatusRequests",
+    }
     assert doc["nodePools"]["gpu8"]["strandedCostPerHour"] == 5.0
     assert doc["nodePools"]["gpu8"]["stranded"][DRIVER]["costPerHour"] == 5.0
 

@@ -575,7 +575,7 @@ def test_lossy_state_drops_claims_gangs_and_slices() -> None:
 
 
 def _yaml_docs(run_cli: Any, tmp_path: Path, objs: list[dict[str, Any]]) -> list[Any]:
-    result = run_cli("scale", "-f", write(tmp_path, objs), "-o", "yaml")
+    result = run_cli("scale", "-f", write(tmp_path, objs), "--target", "draplan", "-o", "yaml")
     assert result.code == 0, result.err
     return [d for d in yaml.safe_load_all(result.out) if d is not None]
 
@@ -608,6 +608,8 @@ def test_yaml_target_sizes_per_pool(run_cli: Any, tmp_path: Path, legacy: bool) 
         "--expander",
         "least-cost",
         *(["--legacy"] if legacy else []),
+        "--target",
+        "draplan",
         "-o",
         "yaml",
     )

@@ -55,7 +55,7 @@ def test_release_defaults_are_upstreams() -> None:
             "DRAExtendedResource=false",
             "cannot set feature gate DRAExtendedResource to false, feature is locked to true",
         ),
-        ("1.37", "DRAListTypeAttributes=true", "is not modelled by draplan"),
+        ("1.37", "CompositePodGroup=true", "is not modelled by draplan"),
         ("1.36", "DRAConsumableCapacity=false", "is not modelled by draplan"),
     ],
 )

@@ -25,6 +25,7 @@ import yaml
 from conftest import DATA
 from draplan.api.codec import encode
 from draplan.api.errors import BadInput
+from draplan.api.karpenter import KarpenterNodePool
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.gangs import find_gangs
 from draplan.sources import load_objects
@@ -272,6 +273,23 @@ def test_kueue_workloads_are_read_when_served(serve: Any, tmp_path: Path) -> Non
     (workload,) = [o for o, _ in read.objects if getattr(o, "api_version", "").startswith("kueue")]
     assert workload.metadata.name == "pod-pending-0-1a2b3"
     assert "/apis/kueue.x-k8s.io/v1beta1/workloads" in {p for _, p, _ in fake.requests}
+
+
+def test_karpenter_node_pools_are_read_when_served(serve: Any, tmp_path: Path) -> None:
+    """Read where Karpenter runs, so pools derive from them; elsewhere no notice at all."""
+    fake = serve("dra-v1", "common", "karpenter")
+    notes: list[str] = []
+    read = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, fake.url)), notify=notes.append
+    )
+    assert read.counts["NodePool (karpenter.sh/v1)"] == 3
+    pools = [o for o, _ in read.objects if isinstance(o, KarpenterNodePool)]
+    assert [(p.metadata.name, p.spec.weight) for p in pools] == [
+        ("h100", 50),
+        ("a100", 20),
+        ("l4", 10),
+    ]
+    assert not any("karpenter" in n or "cluster.x-k8s.io" in n for n in notes)
 
 
 def test_older_resource_version_is_converted_to_v1(serve: Any, tmp_path: Path) -> None:
@@ -696,3 +714,43 @@ def test_forbidden_configmaps_are_a_notice(serve: Any, run_cli: Any, tmp_path: P
     assert "NodePool (draplan.io/v1alpha1)" not in result.json()["kinds"]
     assert "notice: configmaps not read: forbidden (403)" in result.err
     assert "verbs [list] on resources [configmaps]" in result.err
+
+
+def test_pool_status_requests_are_read_where_served(serve: Any, tmp_path: Path) -> None:
+    group = json.loads((LIVE / "dra-v1/apis/resource.k8s.io.json").read_text())
+    group["versions"].append({"groupVersion": "resource.k8s.io/v1alpha3", "version": "v1alpha3"})
+    request = {
+        "metadata": {"name": "check-gpus", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {"driver": "gpu.example.com"},
+        "status": {"poolCount": 0, "conditions": [{"type": "Complete", "status": "True"}]},
+    }
+    served = serve(
+        "dra-v1",
+        "common",
+        routes={
+            "/apis/resource.k8s.io": group,
+            "/apis/resource.k8s.io/v1alpha3": {
+                "kind": "APIResourceList",
+                "groupVersion": "resource.k8s.io/v1alpha3",
+                "resources": [
+                    {"name": "resourcepoolstatusrequests", "verbs": ["get", "list"]},
+                ],
+            },
+            "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests": {
+                "kind": "ResourcePoolStatusRequestList",
+                "items": [request],
+            },
+        },
+    )
+    read = read_cluster(LiveOptions(kubeconfig=_kubeconfig(tmp_path, served.url)))
+    (got,) = [o for o, _ in read.objects if o.kind == "ResourcePoolStatusRequest"]
+    assert got.api_version == "resource.k8s.io/v1alpha3" and got.status is not None
+    assert read.counts["ResourcePoolStatusRequest (resource.k8s.io/v1alpha3)"] == 1
+    # Not served (most clusters): nothing is read and nothing is said.
+    notes: list[str] = []
+    plain = read_cluster(
+        LiveOptions(kubeconfig=_kubeconfig(tmp_path, serve("dra-v1", "common").url)),
+        notify=notes.append,
+    )
+    assert not any(o.kind == "ResourcePoolStatusRequest" for o, _ in plain.objects)
+    assert not any("resourcepoolstatusrequests" in n.lower() for n in notes)

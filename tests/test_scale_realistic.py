@@ -195,7 +195,7 @@ def test_moves_in_table_and_wide_output(run_cli: Any) -> None:
 def test_moves_in_json_and_yaml_output(run_cli: Any) -> None:
     doc = _scale(run_cli, "-o", "json").json()
     assert [m["move"] for m in doc["moves"]] == [{"serving/embed-0": "gpu-l4-a"}]
-    docs = list(yaml.safe_load_all(_scale(run_cli, "-o", "yaml").out))
+    docs = list(yaml.safe_load_all(_scale(run_cli, "--target", "draplan", "-o", "yaml").out))
     [pool] = [d for d in docs if d["kind"] == "NodePool"]
     notes = pool["metadata"]["annotations"]
     assert notes["draplan.io/target-size-increase"] == "2"

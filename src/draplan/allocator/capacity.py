@@ -1,4 +1,12 @@
-"""Consumable capacity (KEP-5075, dra-semantics §3.10): what a request consumes of a device."""
+"""Consumable capacity (KEP-5075, dra-semantics §3.10): what a request consumes of a device.
+
+A validRange with a step rounds the request up to `min + k·step` in whole units, as upstream
+does with `Quantity.Value()` (each of request, min and step rounded up to an integer first);
+with DRAFractionalCapacityRange (beta, on in 1.37) and a fractional min, max or step, in milli
+units instead (`MilliValue()`). Either way the result is the least such value at or above the
+request when min and step are whole in that unit; they differ from exact arithmetic only
+where they are not (a fractional range in 1.36, or one finer than 1m).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,27 @@ from draplan.api.quantity import BINARY_SI, Quantity
 from draplan.api.resource_v1 import CapacityRequestPolicy, DeviceCapacity
 from draplan.cluster.devices import NANO, DeviceView, from_nanos, nanos
 
+MILLI = NANO // 1000
+
+
+def _ceil_to(amount: int, unit: int) -> int:
+    return -(-amount // unit) * unit
+
+
+def range_unit(policy: CapacityRequestPolicy, fractional: bool) -> int:
+    """The unit (in nanos) of a validRange's step arithmetic: milli when the gate is on and
+    min, max or step is not a whole number, else one."""
+    rng = policy.valid_range
+    bounds = (rng.min, rng.max, rng.step) if rng is not None else ()
+    whole = all(q is None or nanos(q) % NANO == 0 for q in bounds)
+    return MILLI if fractional and not whole else NANO
+
 
 def consumed_amount(
-    requested: int | None, value: int, policy: CapacityRequestPolicy | None
+    requested: int | None,
+    value: int,
+    policy: CapacityRequestPolicy | None,
+    fractional: bool = True,
 ) -> int | None:
     """What one capacity of a device gives a request, rounded by the policy; None if the
     policy forbids it."""
@@ -31,8 +57,9 @@ def consumed_amount(
         if requested < low:
             amount = low
         elif rng.step is not None:
-            step = nanos(rng.step)
-            amount = low + -(-(requested - low) // step) * step
+            unit = range_unit(policy, fractional)
+            base, step = _ceil_to(low, unit), _ceil_to(nanos(rng.step), unit)
+            amount = base + -(-(_ceil_to(requested, unit) - base) // step) * step
         else:
             amount = requested
         if amount != default and rng.max is not None and amount > nanos(rng.max):
@@ -46,7 +73,7 @@ def consumed_quantity(
 ) -> Quantity:
     """`amount` (nanos, from consumed_amount) in the form upstream writes it: a copy of the
     quantity it came from (default, full value, request, minimum or valid value); a value
-    rounded up to a step is computed on integers and written as BinarySI."""
+    rounded up to a step in whole units is written as BinarySI, one in milli units as such."""
     policy = capacity.request_policy
     if requested is None:
         if policy is not None and policy.default is not None:
@@ -66,9 +93,12 @@ def consumed_quantity(
     return requested if nanos(requested) == amount else from_nanos(amount)
 
 
-def consumption(view: DeviceView, requests: dict[str, int]) -> dict[str, int] | None:
+def consumption(
+    view: DeviceView, requests: dict[str, int], fractional: bool = True
+) -> dict[str, int] | None:
     """Every capacity of the device as consumed by a request, or None if it is not eligible
-    (asks for a capacity the device lacks, or the policy rejects the amount)."""
+    (asks for a capacity the device lacks, or the policy rejects the amount); `fractional`:
+    DRAFractionalCapacityRange is on."""
     caps = view.device.capacity
     for name in requests:
         if name not in caps and _bare(name, view.driver) not in caps:
@@ -78,7 +108,7 @@ def consumption(view: DeviceView, requests: dict[str, int]) -> dict[str, int] | 
         requested = requests.get(name)
         if requested is None:
             requested = requests.get(f"{view.driver}/{name}")
-        amount = consumed_amount(requested, view.capacity[name], cap.request_policy)
+        amount = consumed_amount(requested, view.capacity[name], cap.request_policy, fractional)
         if amount is None:
             return None
         out[name] = amount

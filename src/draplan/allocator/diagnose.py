@@ -20,7 +20,7 @@ from draplan.allocator.types import (
     TAINTED,
     Reason,
 )
-from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, PODGROUP_CLAIM_ANNOTATION, ResourceClaim
 
 if TYPE_CHECKING:
     from draplan.allocator.search import Search
@@ -58,7 +58,7 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
                 continue
             counts["tolerated"] += 1
             if search._static_fit(spec, view) is False:
-                if consumption(view, spec.capacity) is None or view.multi:
+                if consumption(view, spec.capacity, search.fractional) is None or view.multi:
                     continue
                 counts["capacityFits"] += 1
                 continue
@@ -77,10 +77,15 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
 
 def evidence_label(claim: ResourceClaim) -> str:
     """A generated claim is named after the pod's claim entry, not its random name: the
-    scheduler reuses one node's answer for every pod of the same shape."""
+    scheduler reuses one node's answer for every pod of the same shape. A PodGroup's claim
+    (KEP-5729) is named after the group's entry: one claim the whole gang shares."""
     pod_claim = claim.metadata.annotations.get(POD_CLAIM_ANNOTATION)
     if pod_claim:
         return f"pod claim {pod_claim!r}"
+    group_claim = claim.metadata.annotations.get(PODGROUP_CLAIM_ANNOTATION)
+    if group_claim:
+        owner = next((o.name for o in claim.metadata.owner_references if o.kind == "PodGroup"), "")
+        return f"PodGroup {owner!r} claim {group_claim!r}"
     return claim_label(claim)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from draplan.allocator.capacity import consumption
+from draplan.allocator.compatibility import compatible
 from draplan.allocator.constraints import ClaimConstraint
 from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
 from draplan.allocator.requests import (
@@ -62,6 +63,11 @@ class Search:
         self.mine_rule = mines
         self.partitionable = "DRAPartitionableDevices" in state.features
         self.taints = "DRADeviceTaints" in state.features
+        self.compatibility = "DRADeviceCompatibilityGroups" in state.features
+        self.fractional = "DRAFractionalCapacityRange" in state.features
+        # Per (pool, counter set): the compatibilityGroups of each device on it, allocated
+        # before (computed when first needed) and picked here (appended and popped).
+        self.on_counter_set: dict[tuple[PoolID, str], list[frozenset[str]]] = {}
         # Per (sub)request, in device order: the selector error of each mine.
         self.mines: dict[int, dict[DeviceID, AllocationError]] = {}
         self.node = node
@@ -70,8 +76,10 @@ class Search:
         self.pools = state.pools_for_node(node)
         self.pool_by_id: dict[PoolID, Pool] = {p.id: p for p in self.pools}
         self.slots = build_slots(self.claims, state.device_classes)
+        sets = "DRAListTypeAttributes" in state.features
         self.constraints = [
-            [ClaimConstraint.of(c) for c in claim.spec.devices.constraints] for claim in self.claims
+            [ClaimConstraint.of(c, sets) for c in claim.spec.devices.constraints]
+            for claim in self.claims
         ]
         self.alloc_excl: dict[DeviceID, list[int]] = {}
         self.alloc_cap: dict[DeviceID, dict[str, int]] = {}
@@ -142,7 +150,7 @@ class Search:
             return False
         if self.taints and taint_blocks(view, spec.tolerations):
             return False
-        consumed = consumption(view, spec.capacity)
+        consumed = consumption(view, spec.capacity, self.fractional)
         if consumed is None:
             return False
         shared = self.state.shared_use(view.id) if view.multi else None
@@ -218,7 +226,7 @@ class Search:
             for view in pool.devices:
                 if not self.selectable(spec, view):
                     continue
-                consumed = consumption(view, spec.capacity)
+                consumed = consumption(view, spec.capacity, self.fractional)
                 if consumed is None:
                     continue
                 shared = self.state.shared_use(view.id) if view.multi else None
@@ -327,6 +335,8 @@ class Search:
                     return None
         if self.taints and taint_blocks(view, spec.tolerations):
             return None
+        if self.compatibility and not self._compatible(view):
+            return None
         cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
         for c in cons:
             if not (c.upstream_admits(view) if upstream else c.admits(view)):
@@ -340,7 +350,7 @@ class Search:
                 if must:
                     raise _PairwiseOnly
                 return None
-        consumed = consumption(view, spec.capacity)
+        consumed = consumption(view, spec.capacity, self.fractional)
         if consumed is None:
             return None
         shared = self.state.shared_use(dev) if multi else None
@@ -350,6 +360,10 @@ class Search:
             if base + amount > view.capacity[name]:
                 return None
         # Commit the tentative allocation.
+        if self.compatibility:
+            for cc in view.device.consumes_counters:
+                members = self.on_counter_set[(view.pool_id, cc.counter_set)]
+                members.append(frozenset(cc.compatibility_groups))
         if use_counters:
             for ckey, amount in view.consumes:
                 k = (view.pool_id, ckey)
@@ -395,6 +409,32 @@ class Search:
         for c in self.constraints[spec.claim_index]:
             if c.applies(spec.parent, spec.name):
                 c.remove(view, spec.parent)
+        if self.compatibility:
+            for cc in view.device.consumes_counters:
+                self.on_counter_set[(view.pool_id, cc.counter_set)].pop()
+
+    def _compatible(self, view: DeviceView) -> bool:
+        for cc in view.device.consumes_counters:
+            key = (view.pool_id, cc.counter_set)
+            members = self.on_counter_set.get(key)
+            if members is None:
+                members = self.on_counter_set[key] = self._allocated_groups(key)
+            if not compatible([*members, frozenset(cc.compatibility_groups)]):
+                return False
+        return True
+
+    def _allocated_groups(self, key: tuple[PoolID, str]) -> list[frozenset[str]]:
+        """The groups of the devices on a counter set that the cluster has allocated."""
+        pool = self.pool_by_id.get(key[0])
+        out: list[frozenset[str]] = []
+        for v in pool.devices if pool is not None else ():
+            if self.state.in_use(v.id) or self.state.shared_use(v.id) is not None:
+                out.extend(
+                    frozenset(cc.compatibility_groups)
+                    for cc in v.device.consumes_counters
+                    if cc.counter_set == key[1]
+                )
+        return out
 
     # --- the search ----------------------------------------------------------------------
 
@@ -438,7 +478,7 @@ class Search:
         k = spec.count
         if len(cands) < k:
             return False
-        unbound = [c for c in cons if c.match and c.bound is None]
+        unbound = [c for c in cons if c.groups_by_value and c.bound is None]
         distinct = [c for c in cons if not c.match]
         if distinct and len({tuple(c.value(v) for c in distinct) for v in cands}) < k:
             return False

@@ -58,6 +58,8 @@ def validate_allocation(state: ClusterState, node: Node, claims: list[ResourceCl
     holders: dict[tuple[str, str, str], int] = Counter()
     counted: set[tuple[str, str, str]] = set()
     counters: Counter[tuple[tuple[str, str], tuple[str, str]]] = Counter()
+    # Per (pool, counter set), each allocated device's compatibilityGroups.
+    groups: dict[tuple[tuple[str, str], str], dict[str, frozenset[str]]] = defaultdict(dict)
     everything = [c for c in state.claims.values() if key_of(c) not in new_keys] + claims
     for claim in everything:
         alloc = claim.status.allocation
@@ -78,6 +80,10 @@ def validate_allocation(state: ClusterState, node: Node, claims: list[ResourceCl
                 counted.add(dev)
                 for ckey, amount in view.consumes:
                     counters[(view.pool_id, ckey)] += amount
+            if view is not None:
+                for cc in view.device.consumes_counters:
+                    on_set = groups[(view.pool_id, cc.counter_set)]
+                    on_set[res.device] = frozenset(cc.compatibility_groups)
     for claim in claims:
         problems.extend(_check_claim(state, node, claim, visible))
     for dev, n in exclusive.items():
@@ -94,6 +100,15 @@ def validate_allocation(state: ClusterState, node: Node, claims: list[ResourceCl
         for name, amount in used.items():
             if amount > view.capacity.get(name, 0):
                 problems.append(f"device {'/'.join(dev)}: capacity {name} over-consumed")
+    if "DRADeviceCompatibilityGroups" in state.features:
+        for (pid, cset), members in sorted(groups.items()):
+            kinds = {bool(g) for g in members.values()}
+            named = [g for g in members.values() if g]
+            if len(kinds) > 1 or (named and not frozenset.intersection(*named)):
+                problems.append(
+                    f"pool {pid[0]}/{pid[1]}: counter set {cset}: devices "
+                    f"{', '.join(sorted(members))} share no compatibility group"
+                )
     for pool in state.pools_for_node(node):
         for ckey, total in pool.counters.items():
             if counters.get((pool.id, ckey), 0) > total:
@@ -203,8 +218,21 @@ def _check_claim(
             values.append(found.attribute(attr) if found else None)
         if any(v is None for v in values):
             out.append(f"{label}: constraint #{i}: a device lacks attribute {attr}")
+        elif "DRAListTypeAttributes" in state.features:
+            # KEP-5491's set semantics: a common element / pairwise disjoint sets.
+            sets = [_as_set(v) for v in values if v is not None]
+            if con.match_attribute and sets and not frozenset.intersection(*sets):
+                out.append(f"{label}: constraint #{i}: matchAttribute {attr} has no common value")
+            elif con.distinct_attribute and sum(map(len, sets)) != len(frozenset().union(*sets)):
+                out.append(f"{label}: constraint #{i}: distinctAttribute {attr} values overlap")
         elif con.match_attribute and len(set(values)) > 1:
             out.append(f"{label}: constraint #{i}: matchAttribute {attr} differs")
         elif con.distinct_attribute and len(set(values)) != len(values):
             out.append(f"{label}: constraint #{i}: distinctAttribute {attr} repeats")
     return out
+
+
+def _as_set(value: tuple[str, object]) -> frozenset[tuple[str, object]]:
+    """An attribute's typed elements; a scalar is a set of one."""
+    kind, raw = value
+    return frozenset((kind, x) for x in (raw if isinstance(raw, tuple) else (raw,)))

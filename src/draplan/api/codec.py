@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -9,7 +10,17 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from draplan.api import autoscaling, core_v1, draplan_v1alpha1, kueue, resource_v1, scheduling
+from draplan.api import (
+    autoscaling,
+    clusterapi,
+    core_v1,
+    draplan_v1alpha1,
+    karpenter,
+    kueue,
+    resource_v1,
+    resource_v1alpha3,
+    scheduling,
+)
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
 from draplan.api.nodepool import slice_documents, substitute
@@ -31,6 +42,10 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("resource.k8s.io/v1", "ResourceClaim"): resource_v1.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): resource_v1.ResourceClaimTemplate,
     ("resource.k8s.io/v1", "DeviceTaintRule"): resource_v1.DeviceTaintRule,
+    (
+        "resource.k8s.io/v1alpha3",
+        "ResourcePoolStatusRequest",
+    ): resource_v1alpha3.ResourcePoolStatusRequest,
     ("scheduling.k8s.io/v1", "PriorityClass"): scheduling.PriorityClass,
     ("scheduling.k8s.io/v1alpha1", "Workload"): scheduling.WorkloadV1Alpha1,
     ("scheduling.k8s.io/v1alpha2", "Workload"): scheduling.WorkloadV1Alpha2,
@@ -43,6 +58,13 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("autoscaling.x-k8s.io/v1", "ProvisioningRequest"): autoscaling.ProvisioningRequest,
     ("kueue.x-k8s.io/v1beta1", "Workload"): kueue.KueueWorkloadV1Beta1,
     ("kueue.x-k8s.io/v1beta2", "Workload"): kueue.KueueWorkload,
+    ("karpenter.sh/v1", "NodePool"): karpenter.KarpenterNodePool,
+    ("karpenter.sh/v1", "NodeClaim"): karpenter.NodeClaim,
+    # v1beta2 (CAPI 1.11+) keeps the fields read here where v1beta1 had them.
+    ("cluster.x-k8s.io/v1beta2", "MachineDeployment"): clusterapi.MachineDeployment,
+    ("cluster.x-k8s.io/v1beta1", "MachineDeployment"): clusterapi.MachineDeployment,
+    ("cluster.x-k8s.io/v1beta2", "MachinePool"): clusterapi.MachinePool,
+    ("cluster.x-k8s.io/v1beta1", "MachinePool"): clusterapi.MachinePool,
     ("draplan.io/v1alpha1", "NodePool"): draplan_v1alpha1.NodePool,
     ("draplan.io/v1alpha1", "SchedulerProfile"): draplan_v1alpha1.SchedulerProfile,
     ("draplan.io/v1alpha1", "Scenario"): draplan_v1alpha1.Scenario,
@@ -275,6 +297,11 @@ class _NoAliasDumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def json_text(doc: Any) -> str:
+    """A document as `-o json` prints it (and `draplan serve` sends it)."""
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
 def yaml_text(docs: Sequence[Any]) -> str:

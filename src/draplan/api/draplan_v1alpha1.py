@@ -18,8 +18,17 @@ PRICE_LABEL = "draplan.io/price-per-hour"
 # Every number that drives work (jobs, nodes, events, seconds of simulated time) is bounded:
 # far above any real cluster or scenario, low enough that a run always ends.
 MAX_JOBS = 100_000
-# The autoscaler policies a Scenario compares (draplan.sim.engine runs them).
-SCENARIO_POLICIES = ("legacy", "dra", "dra+gang-atomic")
+# The autoscaler policies a Scenario compares (draplan.sim.engine runs them). legacy:
+# draplan's planner on the device-plugin count view; dra: draplan's planner; +gang-atomic:
+# gangs placed whole; ca+…: Cluster Autoscaler's loop (its options, pod by pod on the count
+# view) choosing by its least-waste or by draplan as its gRPC expander.
+SCENARIO_POLICIES = (
+    "legacy",
+    "dra",
+    "dra+gang-atomic",
+    "ca+least-waste",
+    "ca+draplan-expander",
+)
 MAX_POOL_NODES = 100_000
 MAX_SECONDS = 10 * 365 * 86_400  # ten years
 Count = Annotated[int, Meta(ge=0, le=MAX_POOL_NODES)]

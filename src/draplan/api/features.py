@@ -101,8 +101,9 @@ GATES = {
         ),
         _gate(
             "DRAFractionalCapacityRange",
-            (True,),
-            "on only: capacity arithmetic is exact to 1n",
+            BOTH,
+            "on: a validRange with a fractional min, max or step rounds in milli units; "
+            "off: in whole units",
             v1_37=Spec("Beta", True),
         ),
         _gate(
@@ -114,15 +115,17 @@ GATES = {
         ),
         _gate(
             "DRAListTypeAttributes",
-            (False,),
-            "list-typed attributes: not modelled yet",
+            BOTH,
+            "on: list-typed attributes, CEL includes(), matchAttribute as a common value and "
+            "distinctAttribute as disjoint sets; off: list values are an error",
             v1_36=Spec("Alpha", False),
             v1_37=Spec("Alpha", False),
         ),
         _gate(
             "DRADeviceCompatibilityGroups",
-            (False,),
-            "compatibility groups: not modelled yet",
+            BOTH,
+            "on: devices on one counter set are co-allocated only if their compatibilityGroups "
+            "intersect; off: compatibilityGroups are an error",
             v1_37=Spec("Alpha", False),
         ),
         _gate(

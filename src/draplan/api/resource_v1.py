@@ -13,6 +13,8 @@ from draplan.api.quantity import Quantity
 GROUP_VERSION = "resource.k8s.io/v1"
 # Set on claims generated from a template: the pod's spec.resourceClaims entry they serve.
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# Set on claims generated for a PodGroup (KEP-5729): the group's spec.resourceClaims entry.
+PODGROUP_CLAIM_ANNOTATION = "resource.kubernetes.io/podgroup-claim-name"
 # The extended resource a DeviceClass stands for when it names none (DRAExtendedResource).
 EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -57,29 +59,53 @@ class ResourcePool(KubeStruct, frozen=True):
 
 
 class DeviceAttribute(KubeStruct, frozen=True):
-    """Exactly one of the typed values is set (validated in draplan.api.validation)."""
+    """Exactly one of the typed values is set (validated in draplan.api.validation); the
+    lists (`ints` ... `versions`) are KEP-5491's, behind DRAListTypeAttributes."""
 
     int_: int | None = msgspec.field(default=None, name="int")
     bool_: bool | None = msgspec.field(default=None, name="bool")
     string: str | None = None
     version: str | None = None
+    ints: tuple[int, ...] | None = None
+    bools: tuple[bool, ...] | None = None
+    strings: tuple[str, ...] | None = None
+    versions: tuple[str, ...] | None = None
 
-    def value(self) -> int | bool | str | None:
-        """The one value that is set; a version stays its string here."""
+    def value(self) -> int | bool | str | tuple[int | bool | str, ...] | None:
+        """The one value that is set; a version stays its string here, a list a tuple."""
         for v in (self.int_, self.bool_, self.string, self.version):
             if v is not None:
                 return v
+        return self.list_value()
+
+    def list_value(self) -> tuple[int | bool | str, ...] | None:
+        for values in (self.ints, self.bools, self.strings, self.versions):
+            if values is not None:
+                return values
         return None
 
     def type_name(self) -> str:
-        if self.int_ is not None:
+        """The element type: "int", "bool", "string" or "version", for a list as well."""
+        if self.int_ is not None or self.ints is not None:
             return "int"
-        if self.bool_ is not None:
+        if self.bool_ is not None or self.bools is not None:
             return "bool"
-        if self.string is not None:
+        if self.string is not None or self.strings is not None:
             return "string"
-        if self.version is not None:
+        if self.version is not None or self.versions is not None:
             return "version"
+        return ""
+
+    def list_field(self) -> str:
+        """The name of the list field that is set ("" for a scalar)."""
+        for name, values in (
+            ("ints", self.ints),
+            ("bools", self.bools),
+            ("strings", self.strings),
+            ("versions", self.versions),
+        ):
+            if values is not None:
+                return name
         return ""
 
 
@@ -112,6 +138,9 @@ class CounterSet(KubeStruct, frozen=True):
 class DeviceCounterConsumption(KubeStruct, frozen=True):
     counter_set: str
     counters: dict[str, Counter] = {}
+    # DRADeviceCompatibilityGroups (alpha, 1.37): devices drawing on one counter set are
+    # co-allocated only if their groups intersect; no groups goes only with no groups.
+    compatibility_groups: tuple[str, ...] = ()
 
 
 class DeviceTaint(KubeStruct, frozen=True):
@@ -145,6 +174,9 @@ class ResourceSliceSpec(KubeStruct, frozen=True):
     per_device_node_selection: bool | None = None
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[CounterSet, ...] = ()
+    # 1.37 (DRAPartitionableDevicesType): the string attribute naming each partition's type,
+    # read for ResourcePoolStatusRequest's partitionSummary only.
+    partition_type_attribute: str | None = None
 
 
 class ResourceSlice(KubeStruct, frozen=True, kw_only=True):

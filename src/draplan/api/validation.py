@@ -10,7 +10,16 @@ import math
 import re
 from collections.abc import Iterable
 
-from draplan.api import autoscaling, core_v1, draplan_v1alpha1, resource_v1, scheduling
+from draplan.api import (
+    autoscaling,
+    clusterapi,
+    core_v1,
+    draplan_v1alpha1,
+    karpenter,
+    resource_v1,
+    resource_v1alpha3,
+    scheduling,
+)
 from draplan.api.errors import BadInput, quote
 from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
@@ -38,6 +47,7 @@ MAX_COUNTER_SETS = 8
 MAX_COUNTERS_PER_SET = 32
 MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
 MAX_TAINTS = 16
+MAX_COMPATIBILITY_GROUPS = 2  # DRADeviceCompatibilityGroups, 1.37
 # KEP-5055: "None" (1.35+) records a taint without effect, e.g. to try a rule before NoExecute.
 DEVICE_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 MAX_TOLERATIONS = 16
@@ -262,7 +272,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     for name, attr in dev.attributes.items():
         apath = f"{path}.attributes[{name}]"
         check_qualified_name(name, apath)
-        set_count = sum(v is not None for v in (attr.int_, attr.bool_, attr.string, attr.version))
+        values = (attr.int_, attr.bool_, attr.string, attr.version)
+        lists = (attr.ints, attr.bools, attr.strings, attr.versions)
+        set_count = sum(v is not None for v in (*values, *lists))
         if set_count != 1:
             raise fail(apath, f"exactly one value must be specified, got {set_count}")
         if attr.int_ is not None and not INT64_MIN <= attr.int_ <= INT64_MAX:
@@ -272,6 +284,7 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
                 raise fail(apath, "value may not be longer than 64")
         if attr.version is not None and not SEMVER.match(attr.version):
             raise fail(f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0")
+        validate_list_attribute(attr, apath)
     multi = dev.allow_multiple_allocations is True
     for name, cap in dev.capacity.items():
         cpath = f"{path}.capacity[{name}]"
@@ -290,6 +303,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         if not cc.counters:
             raise fail(f"{path}.consumesCounters[{j}].counters", "required value")
         check_max(cc.counters, MAX_COUNTERS_PER_SET, f"{path}.consumesCounters[{j}].counters")
+        gpath = f"{path}.consumesCounters[{j}].compatibilityGroups"
+        check_max(cc.compatibility_groups, MAX_COMPATIBILITY_GROUPS, gpath)
+        check_unique(cc.compatibility_groups, gpath)
     selection = [
         n
         for n, on in (
@@ -318,6 +334,26 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
+
+
+def validate_list_attribute(attr: resource_v1.DeviceAttribute, path: str) -> None:
+    """KEP-5491's list values: non-empty, each element valid as its scalar would be."""
+    name = attr.list_field()
+    items = attr.list_value()
+    if items is None:
+        return
+    if not items:
+        raise fail(f"{path}.{name}", "must not be empty")
+    for k, item in enumerate(items):
+        ipath = f"{path}.{name}[{k}]"
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise fail(ipath, f"value {item} does not fit in int64")
+        elif isinstance(item, str):
+            if len(item) > MAX_ATTRIBUTE_VALUE_LENGTH:
+                raise fail(ipath, "value may not be longer than 64")
+            if name == "versions" and not SEMVER.match(item):
+                raise fail(ipath, f"invalid value {item!r}: must be semver 2.0.0")
 
 
 def validate_device_taint(taint: resource_v1.DeviceTaint, path: str) -> None:
@@ -608,6 +644,67 @@ def validate_provisioning_request(pr: autoscaling.ProvisioningRequest) -> None:
             )
 
 
+def validate_karpenter_node_pool(pool: karpenter.KarpenterNodePool) -> None:
+    """The karpenter.sh/v1 NodePool CRD's enums and CEL rules that change what it launches."""
+    spec = pool.spec
+    if spec.weight is not None and not 1 <= spec.weight <= 100:
+        raise fail("spec.weight", "must be between 1 and 100")
+    policy = spec.disruption.consolidation_policy
+    if policy and policy not in karpenter.CONSOLIDATION_POLICIES:
+        raise fail("spec.disruption.consolidationPolicy", f"unsupported value {policy!r}")
+    template = spec.template.spec
+    for i, req in enumerate(template.requirements):
+        path = f"spec.template.spec.requirements[{i}]"
+        if req.operator not in karpenter.OPERATORS:
+            raise fail(f"{path}.operator", f"unsupported value {req.operator!r}")
+        if req.operator == "In" and not req.values:
+            raise fail(f"{path}.values", "requirements with operator 'In' must have a value")
+        if req.operator in ("Gt", "Lt") and (
+            len(req.values) != 1 or not req.values[0].lstrip("-").isdigit()
+        ):
+            raise fail(f"{path}.values", f"{req.operator} takes a single integer value")
+        if req.min_values is not None and not 1 <= req.min_values <= 50:
+            raise fail(f"{path}.minValues", "must be between 1 and 50")
+    for field_name, taints in (
+        ("taints", template.taints),
+        ("startupTaints", template.startup_taints),
+    ):
+        for i, taint in enumerate(taints):
+            if taint.effect not in karpenter.TAINT_EFFECTS:
+                raise fail(
+                    f"spec.template.spec.{field_name}[{i}].effect",
+                    f"unsupported value {taint.effect!r}",
+                )
+
+
+def _annotation_int(notes: dict[str, str], key: str) -> int | None:
+    text = notes.get(key)
+    if text is None or text == "":
+        return None
+    if not text.strip().isdigit():
+        raise fail(f"metadata.annotations[{key}]", f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+def validate_scalable_resource(resource: clusterapi.ScalableResource) -> None:
+    """Cluster Autoscaler's clusterapi annotations: sizes, capacity quantities, taints."""
+    notes = resource.metadata.annotations
+    low = _annotation_int(notes, clusterapi.MIN_SIZE) or 0
+    high = _annotation_int(notes, clusterapi.MAX_SIZE)
+    if high is not None and high < low:
+        raise fail(f"metadata.annotations[{clusterapi.MAX_SIZE}]", "must not be below min-size")
+    for key in (clusterapi.CPU, clusterapi.MEMORY, clusterapi.EPHEMERAL_DISK):
+        if notes.get(key):
+            try:
+                Quantity.parse(notes[key])
+            except ValueError:
+                raise fail(
+                    f"metadata.annotations[{key}]", f"invalid quantity {notes[key]!r}"
+                ) from None
+    for key in (clusterapi.GPU_COUNT, clusterapi.MAX_PODS):
+        _annotation_int(notes, key)
+
+
 def validate_workload_v1alpha1(w: scheduling.WorkloadV1Alpha1) -> None:
     for i, group in enumerate(w.spec.pod_groups):
         if group.policy.gang is not None and group.policy.gang.min_count < 1:
@@ -631,6 +728,15 @@ def validate_pod_group_v1beta1(pg: scheduling.PodGroupV1Beta1) -> None:
         raise fail("spec.schedulingPolicy.gang.minCount", "must be at least 1")
 
 
+def validate_pool_status_request(req: resource_v1alpha3.ResourcePoolStatusRequest) -> None:
+    check_dns_subdomain(req.spec.driver, "spec.driver", MAX_DOMAIN_LENGTH)
+    if req.spec.pool_name is not None and not req.spec.pool_name:
+        raise fail("spec.poolName", "must not be empty when set")
+    limit = req.spec.limit
+    if limit is not None and not 1 <= limit <= resource_v1alpha3.LIMIT_MAX:
+        raise fail("spec.limit", f"must be between 1 and {resource_v1alpha3.LIMIT_MAX}")
+
+
 _VALIDATORS: dict[type, object] = {
     resource_v1.ResourceSlice: validate_resource_slice,
     resource_v1.DeviceClass: validate_device_class,
@@ -638,7 +744,11 @@ _VALIDATORS: dict[type, object] = {
     core_v1.Pod: validate_pod,
     core_v1.Node: validate_node,
     draplan_v1alpha1.NodePool: validate_node_pool,
+    karpenter.KarpenterNodePool: validate_karpenter_node_pool,
+    clusterapi.MachineDeployment: validate_scalable_resource,
+    clusterapi.MachinePool: validate_scalable_resource,
     resource_v1.DeviceTaintRule: validate_device_taint_rule,
+    resource_v1alpha3.ResourcePoolStatusRequest: validate_pool_status_request,
     scheduling.WorkloadV1Alpha1: validate_workload_v1alpha1,
     scheduling.WorkloadV1Alpha2: validate_workload_templates,
     scheduling.WorkloadV1Beta1: validate_workload_templates,

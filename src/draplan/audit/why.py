@@ -29,7 +29,7 @@ from draplan.allocator import Reason, allocate
 from draplan.allocator.diagnose import group_text
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Toleration
-from draplan.api.resource_v1 import ResourceClaim
+from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
@@ -41,7 +41,7 @@ from draplan.cluster.podresources import PODS, Resources, is_terminal, node_allo
 from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
-from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
 from draplan.scheduler.framework import Code, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
@@ -169,10 +169,14 @@ def _requested_devices(claims: list[ResourceClaim]) -> int:
 
 
 class Auditor:
-    def __init__(self, state: ClusterState, profile: Profile | None = None) -> None:
+    def __init__(
+        self, state: ClusterState, profile: Profile | None = None, placer: Placer | None = None
+    ) -> None:
         self.state = state
         self.profile = profile or build_profile()
-        self.scheduler = Placer(self.profile)
+        # A placer kept from an earlier audit of this state keeps its evaluations: the nodes
+        # the change log names since are evaluated again, the others are not.
+        self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
         self.matcher = DeviceMatcher(state)
         self.mover = Mover(state, self.scheduler, self.gangs)
@@ -203,10 +207,34 @@ class Auditor:
             out = []
             for pod in pods:
                 claims, size, found = first[key_of(pod)]
-                out.append(found or self.diagnose(pod, claims, size))
+                verdict = found or self.diagnose(pod, claims, size)
+                out.append(self._with_group_claims(verdict, pod, claims))
             with self.state.forked():
                 self._verify(out, {key_of(p): p for p in pods})
             return out
+
+    def _with_group_claims(
+        self, verdict: Diagnosis, pod: Pod, claims: list[ResourceClaim]
+    ) -> Diagnosis:
+        """Name the PodGroup's claims among the pod's (KEP-5729): allocated once for the
+        whole gang, so every member must land where that one allocation is reachable."""
+        group, shared = group_claims(self.state, pod)
+        mine = [c for c in claims if key_of(c) in shared]
+        if group is None or not mine:
+            return verdict
+        entries = [
+            {
+                "name": c.metadata.annotations.get(PODGROUP_CLAIM_ANNOTATION) or c.metadata.name,
+                "resourceClaim": label(key_of(c)),
+                "allocated": c.status.allocation is not None,
+            }
+            for c in mine
+        ]
+        evidence = {
+            **verdict.evidence,
+            "groupClaims": {"podGroup": label(key_of(group)), "claims": entries},
+        }
+        return dataclasses.replace(verdict, evidence=evidence)
 
     def _verify(self, diagnoses: list[Diagnosis], pods: dict[ObjectKey, Pod]) -> None:
         """Choose every pod's fix in queue order, each checked on the state the fixes before it
@@ -1038,9 +1066,12 @@ def _constraint_text(claims: list[ResourceClaim]) -> str:
     return "shared counters or capacity"
 
 
-def why(state: ClusterState, profile: Profile | None = None) -> list[Diagnosis]:
-    """A diagnosis for every pending pod, in name order (the state is left unchanged)."""
+def why(
+    state: ClusterState, profile: Profile | None = None, placer: Placer | None = None
+) -> list[Diagnosis]:
+    """A diagnosis for every pending pod, in name order (the state is left unchanged);
+    `placer`, one kept between audits of the same state, makes a later audit incremental."""
     pending = [
         p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)
     ]
-    return Auditor(state, profile).audit(pending)
+    return Auditor(state, profile, placer).audit(pending)

@@ -3,6 +3,7 @@ judged by the real scheduler), scale-down, and why each pod still pends."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -11,8 +12,10 @@ from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, Provisio
 from draplan.api.codec import to_builtins
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, move_options
+from draplan.autoscaler.ca import CAOption, ca_options
+from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.legacy import lossy_state
-from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.provreq import (
     EXPIRY,
     booking_state,
@@ -25,12 +28,15 @@ from draplan.autoscaler.provreq import (
 )
 from draplan.autoscaler.scaledown import Needs, Removal, plan_scale_down
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
-from draplan.autoscaler.templates import add_new_node, make_node
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import release_claims
 from draplan.scheduler.core import unbound
 from draplan.scheduler.gangs import find_gangs
+
+# Picks one of Cluster Autoscaler's options (or none): its least-waste, or an outside expander.
+CAChooser = Callable[[ClusterState, list[CAOption]], CAOption | None]
 
 
 @dataclass
@@ -123,6 +129,7 @@ class Autoscaler:
         expanders: tuple[str, ...] = DEFAULT_EXPANDERS,
         legacy: bool = False,
         gangs: bool = True,
+        ca_choose: CAChooser | None = None,
     ) -> None:
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
@@ -132,6 +139,8 @@ class Autoscaler:
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
+        # Cluster Autoscaler's loop instead of draplan's planner: its options, this choice.
+        self.ca_choose = ca_choose
 
     def planner(self, state: ClusterState) -> ScaleUpPlanner:
         planner = ScaleUpPlanner(
@@ -261,6 +270,31 @@ class Autoscaler:
 
     # --- scale-up -------------------------------------------------------------------------
 
+    def _ca_scale_up(self, state: ClusterState, plan: Plan, ca_choose: CAChooser) -> None:
+        """Cluster Autoscaler's loop: its node groups' options (pod by pod, counts), one of
+        them chosen by `ca_choose` and added whole; the real scheduler then places what it
+        can (a wrong-shaped group's nodes stay empty)."""
+        options = ca_options(state, self.limits)
+        best = ca_choose(state, options) if options else None
+        if best is None:
+            return
+        namer = NodeNamer(state, best.pool)
+        nodes = []
+        for _ in range(best.node_count):
+            name, labels = namer.next()
+            new = make_node(state, best.pool, name, labels)
+            add_new_node(state, new)
+            nodes.append(new)
+        self.scheduler.run(state)
+        names = {n.node.metadata.name for n in nodes}
+        placed = sorted(k for k, p in state.pods.items() if p.spec.node_name in names)
+        intended = {name: list(best.pods) for name in sorted(names)}
+        plan.scale_up.append(Option(best.pool, nodes, placed, intended=intended))
+        for name in sorted(names - {state.pods[k].spec.node_name for k in placed}):
+            plan.wasted.append(
+                Wasted(best.pool.metadata.name, name, "Cluster Autoscaler's option: no pod fits")
+            )
+
     def _legacy_scale_up(self, state: ClusterState, plan: Plan) -> None:
         """Plan on the lossy count view, then let the real scheduler judge every new node."""
         lossy = lossy_state(state)
@@ -364,6 +398,8 @@ class Autoscaler:
         refused: dict[ObjectKey, str] = {}
         if self.legacy:
             self._legacy_scale_up(state, plan)
+        elif self.ca_choose is not None:
+            self._ca_scale_up(state, plan, self.ca_choose)
         else:
             scale_up = self.planner(state).plan(state)
             plan.scale_up.extend(scale_up.options)

@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Pod
+from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.nodepools import node_pool, pool_name
 from draplan.cluster.podresources import is_terminal
-from draplan.cluster.state import ClusterState, key_of
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import find_gangs
@@ -72,6 +73,7 @@ def plan_scale_down(
     added_shapes = [node_shape(state, n) for n in added]
     pending = _distinct(state, scheduler, needs.pending)
     members = Counter(pool_name(state, n) for n in state.nodes.values())
+    index = _Index(state)
     for name in sorted(state.nodes.keys()):
         if name in needs.added or name in needs.used:
             continue
@@ -87,7 +89,7 @@ def plan_scale_down(
         utilization = scale_down_utilization(state, node)
         if utilization > THRESHOLD:
             continue
-        pods = [p for p in state.pods.values() if p.spec.node_name == name and not is_terminal(p)]
+        pods = index.pods.get(name, [])
         if any(p.metadata.annotations.get(SAFE_TO_EVICT) == "false" for p in pods):
             continue
         if any(key_of(p) in gangs for p in pods):
@@ -97,7 +99,7 @@ def plan_scale_down(
             continue  # a pending pod fits there: capacity the pass's pods need
         keys = {key_of(p) for p in pods}
         with state.forked():
-            if release_claims(state, keys):
+            if release_claims(state, keys, index.claims_of(keys)):
                 continue
             for pod in pods:
                 state.unbind_pod(pod)
@@ -114,7 +116,42 @@ def plan_scale_down(
             reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
             removals.append(Removal(name, reason, group, bool(needs.added)))
             members[group] -= 1
+            index.moved(state, name, keys)
     return removals
+
+
+class _Index:
+    """Each node's pods and each pod's claims, in the state's order, as one scan finds them
+    (scanning every pod and claim per candidate node is quadratic on a large cluster)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.pods: dict[str, list[Pod]] = {}
+        for p in state.pods.values():
+            if p.spec.node_name and not is_terminal(p):
+                self.pods.setdefault(p.spec.node_name, []).append(p)
+        self._claims: dict[ObjectKey, list[tuple[int, ResourceClaim]]] = {}
+        for i, claim in enumerate(state.claims.values()):
+            if claim.status.allocation is None:
+                continue
+            for ref in claim.status.reserved_for:
+                key = (claim.metadata.namespace, ref.name)
+                self._claims.setdefault(key, []).append((i, claim))
+
+    def moved(self, state: ClusterState, node: str, keys: set[ObjectKey]) -> None:
+        """`node` is gone and its pods `keys` run elsewhere, their claims allocated again
+        (a replaced claim keeps its place in the state's order)."""
+        self.pods.pop(node, None)
+        for key in sorted(keys):
+            pod = state.pods[key]
+            self.pods.setdefault(pod.spec.node_name, []).append(pod)
+            self._claims[key] = [
+                (i, state.claims.get(key_of(c)) or c) for i, c in self._claims.get(key, [])
+            ]
+
+    def claims_of(self, pods: set[ObjectKey]) -> list[ResourceClaim]:
+        """The allocated claims some of `pods` use, in the state's order."""
+        found = {i: c for key in pods for i, c in self._claims.get(key, [])}
+        return [found[i] for i in sorted(found)]
 
 
 def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[Pod]:

@@ -1,38 +1,39 @@
-"""Scale-up as Cluster Autoscaler estimates it, with the real scheduler the only judge of fit.
+"""Scale-up as Cluster Autoscaler orchestrates it: gangs first, then the node set, then the
+chosen nodes built and every pod placed by the real scheduler.
 
-Pending pods fall into equivalence classes, one pod shape each. How many pods of a class one
-empty node of a pool holds is found by placing them, with the real scheduler, on one template
-node (memoised per pool and shape). From those numbers the planner chooses nodes. With
-least-cost first: the cheapest cover exactly when the problem is small (a dynamic programme
-over the node contents the scheduler accepted on a template node); else, up to a size, whole
-nodes greedily (the one whose price is smallest against what its pods would cost on their own)
-and then the worst of them chosen again exactly; beyond that, and with other expanders first,
-class by class through the expander chain, least-cost looking ahead at what covering the rest
-of the class costs. Only then are the chosen nodes built in the state and every pod placed on
-them by the scheduler, each pod on its planned node or the first new node that takes it. Gangs
-go first, whole, each in one topology domain (a fresh one when no partly filled domain has
-room).
+The seams are Cluster Autoscaler's: `estimator` says how many pods of a class one node of a
+pool holds (the template-node probe), `costopt` chooses the node set of least cost on those
+numbers, `expanders` ranks options. With least-cost first the node set is the cheapest cover,
+exactly when the problem is small; else, up to a size, whole nodes greedily and then the worst
+of them chosen again exactly; beyond that, and with other expanders first, class by class
+through the expander chain, least-cost looking ahead at what covering the rest of the class
+costs. Only then are the chosen nodes built in the state and every pod placed on them by the
+scheduler, each pod on its planned node or the first new node that takes it. Gangs go first,
+whole, each in one topology domain (a fresh one when no partly filled domain has room).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
-from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option, choose, choose_by
+from draplan.autoscaler import costopt
+from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass, pod_size
+from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_by, class_score
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
-from draplan.cluster.podresources import is_gated, is_terminal, pod_requests
+from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import ClaimNotFound, pod_claims, requested_devices
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 
-MICRO = 1_000_000  # prices are summed in micro-dollars per hour, so equal plans tie exactly
+__all__ = ["Capacity", "PodClass", "ScaleUp", "ScaleUpPlanner", "pending_pods"]
+
 # Limits of the exact choice (about a second at most; beyond them the class-by-class choice):
 EXACT_STATES = 20_000  # vectors of pods left per class
 EXACT_WORK = 400_000  # vectors × node contents
@@ -58,28 +59,6 @@ class ScaleUp:
         return sum(o.cost_per_hour for o in self.options)
 
 
-@dataclass
-class PodClass:
-    """Pending pods of one shape: interchangeable for the scheduler."""
-
-    shape: bytes
-    pods: list[Pod]
-    size: tuple[int, int]  # devices and milli-cpu of one pod (big classes are packed first)
-
-    @property
-    def count(self) -> int:
-        return len(self.pods)
-
-
-@dataclass(frozen=True)
-class Capacity:
-    """What one empty node of a pool does for a class."""
-
-    pods: int  # how many of its pods the scheduler placed there, one after another
-    exact: bool  # a pod was refused (else the class ran out of pods first)
-    waste: float  # least-waste of that node
-
-
 @dataclass(frozen=True)
 class _GangUnit:
     """A gang's pending members as the planner weighs them against each pool."""
@@ -88,18 +67,6 @@ class _GangUnit:
     classes: list[PodClass]
     keys: set[ObjectKey]
     pinned: str | None  # the domain its running members fix (the first in member order)
-
-
-@dataclass(frozen=True)
-class ClassOption:
-    """A candidate for (part of) one class: `pods` of it on `nodes` new nodes of `pool`."""
-
-    pool: NodePool
-    pods: int
-    nodes: int
-    waste: float
-    cost: float  # this option plus the cheapest cover of the rest of the class
-    uncovered: int  # pods of the class no pool would take after this option
 
 
 def pending_pods(state: ClusterState) -> list[Pod]:
@@ -204,80 +171,28 @@ class ScaleUpPlanner:
         self.limits = limits or Limits()
         self.expanders = tuple(expanders)
         # Estimates and placements on chosen nodes need no explanation of failures.
-        self.quiet = quiet or Scheduler(scheduler.profile, gangs=scheduler.gangs, explain=False)
-        # What an empty node of a pool holds of a pod shape does not change during a plan.
-        self.capacities: dict[tuple[str, bytes], Capacity] = {}
-        self._fills: dict[tuple[object, ...], tuple[int, ...]] = {}  # for one round's classes
+        self.estimator = Estimator(scheduler, quiet)
+        self.quiet = self.estimator.quiet  # placements on chosen nodes need no explanation
 
-    # --- equivalence classes and what one node holds --------------------------------------
+    @property
+    def capacities(self) -> dict[tuple[str, bytes], Capacity]:
+        """The estimator's memo (an autoscaler shares it between plans: pools are fixed)."""
+        return self.estimator.capacities
+
+    @capacities.setter
+    def capacities(self, memo: dict[tuple[str, bytes], Capacity]) -> None:
+        self.estimator.capacities = memo
 
     def classes(self, state: ClusterState, pods: Sequence[Pod]) -> list[PodClass]:
-        """`pods` by shape, big classes first (Cluster Autoscaler's DecreasingPodOrderer; size
-        counts devices before cpu)."""
-        groups: dict[bytes, list[Pod]] = {}
-        for pod in pods:
-            groups.setdefault(self.scheduler.shape_of(state, pod), []).append(pod)
-        out = []
-        for shape, members in groups.items():
-            members.sort(key=key_of)
-            out.append(PodClass(shape, members, _size(state, members[0])))
-        out.sort(key=lambda c: (-c.size[0], -c.size[1], key_of(c.pods[0])))
-        return out
-
-    def _probe_node(self, state: ClusterState, pool: NodePool) -> str:
-        """Add one empty node of `pool` (in a fork the caller reverts) and return its name."""
-        name = f"{pool.metadata.name}-estimate"
-        while name in state.nodes:
-            name += "-x"
-        labels = {t.key: f"{pool.metadata.name}-estimate" for t in pool.spec.topology}
-        add_new_node(state, make_node(state, pool, name, labels))
-        return name
+        return self.estimator.classes(state, pods)
 
     def capacity(
         self, state: ClusterState, pool: NodePool, classes: Sequence[PodClass]
     ) -> list[Capacity]:
-        """How many pods of each class the real scheduler places, one after another, on one
-        empty node of `pool` (one template node serves every class not yet known)."""
-        out: list[Capacity | None] = []
-        for cls in classes:
-            hit = self.capacities.get((pool.metadata.name, cls.shape))
-            out.append(hit if hit is not None and (hit.exact or hit.pods >= cls.count) else None)
-        if any(c is None for c in out):
-            with state.forked():
-                name = self._probe_node(state, pool)
-                for i, cls in enumerate(classes):
-                    if out[i] is not None:
-                        continue
-                    with state.forked():
-                        placed = self._place_while_taken(state, name, cls.pods, cls.count)
-                        used = waste(state, [state.nodes[name]]) if placed else 1.0
-                    cap = Capacity(placed, placed < cls.count, used)
-                    self.capacities[pool.metadata.name, cls.shape] = cap
-                    out[i] = cap
-        return [c for c in out if c is not None]
-
-    def _place_while_taken(
-        self, state: ClusterState, name: str, pods: Sequence[Pod], limit: int
-    ) -> int:
-        """Place the first `limit` of `pods` on the probe node `name`, one after another, until
-        the scheduler refuses one; how many it took."""
-        placed = 0
-        while (
-            placed < limit and self.quiet.schedule_pod(state, pods[placed], [name]).node is not None
-        ):
-            placed += 1
-        return placed
+        return self.estimator.capacity(state, pool, classes)
 
     def helpable(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> list[Pod]:
-        """Pods that would fit alone on one empty node of `pool` (gangs ignored)."""
-        out = []
-        for cls in self.classes(state, pods):
-            # A known capacity is returned whatever the class's count (it is never 0 pods
-            # without a refusal); else the node is probed with one pod.
-            [hit] = self.capacity(state, pool, [PodClass(cls.shape, cls.pods[:1], cls.size)])
-            if hit.pods:
-                out.extend(cls.pods)
-        return sorted(out, key=key_of)
+        return self.estimator.helpable(state, pool, pods)
 
     # --- the plan --------------------------------------------------------------------------
 
@@ -289,19 +204,32 @@ class ScaleUpPlanner:
             self.scheduler.run(state)
         for _ in range(MAX_ROUNDS):
             pods = pending_pods(state)
-            if not pods:
-                break
-            budget = Budget(state, self.pools, self.limits, plan.cost_per_hour)
-            gangs, solo = self._units(state, pods)
-            before = len(plan.placed)
-            for gang, members in gangs:
-                self._plan_gang(state, gang, members, plan, budget)
-            if solo:
-                self._fills.clear()
-                self._plan_classes(state, self.classes(state, solo), plan, budget)
-            if len(plan.placed) == before:
+            if not pods or not self._round(state, pods, plan):
                 break
         return plan
+
+    def plan_pods(self, state: ClusterState, pods: Sequence[Pod]) -> ScaleUp:
+        """New nodes for `pods` alone, pending pods of `state` that no existing node takes (as
+        Cluster Autoscaler hands an expander); mutates `state` like `plan`."""
+        plan = ScaleUp()
+        keys = sorted({key_of(p) for p in pods})
+        for _ in range(MAX_ROUNDS):
+            left = [state.pods[k] for k in keys if not state.pods[k].spec.node_name]
+            if not left or not self._round(state, left, plan):
+                break
+        return plan
+
+    def _round(self, state: ClusterState, pods: list[Pod], plan: ScaleUp) -> bool:
+        """One round: gangs, then the other pods; whether it placed any pod."""
+        budget = Budget(state, self.pools, self.limits, plan.cost_per_hour)
+        gangs, solo = self._units(state, pods)
+        before = len(plan.placed)
+        for gang, members in gangs:
+            self._plan_gang(state, gang, members, plan, budget)
+        if solo:
+            self.estimator.new_round()
+            self._plan_classes(state, self.classes(state, solo), plan, budget)
+        return len(plan.placed) != before
 
     def _units(
         self, state: ClusterState, pods: list[Pod]
@@ -320,7 +248,7 @@ class ScaleUpPlanner:
                 units.setdefault(gang.key, (gang, []))[1].append(pod)
 
         def size(unit: tuple[Gang, list[Pod]]) -> tuple[int, int, tuple[str, ...]]:
-            sizes = [_size(state, p) for p in unit[1]]
+            sizes = [pod_size(state, p) for p in unit[1]]
             return (-sum(s[0] for s in sizes), -sum(s[1] for s in sizes), unit[0].key)
 
         return sorted(units.values(), key=size), solo
@@ -437,7 +365,7 @@ class ScaleUpPlanner:
         self, state: ClusterState, classes: list[PodClass], plan: ScaleUp, budget: Budget
     ) -> None:
         """Choose nodes for the classes (see the module's docstring) and build them."""
-        caps: dict[tuple[str, int], Capacity] = {}
+        caps: Capacities = {}
         for pool in self.pools:
             if budget.room(pool) <= 0:
                 continue
@@ -456,7 +384,7 @@ class ScaleUpPlanner:
             nodes, limited = self._cheapest(state, classes, caps, budget)
             greedy = None
             if (nodes is None or limited) and len(classes) * len(self.pools) <= MIXED_GREEDY:
-                own = self._own_costs(classes, caps)
+                own = costopt.own_costs(len(classes), self.pools, _price, _per_node(caps))
                 greedy = self._by_node(state, classes, caps, own, budget.copy())
                 if greedy is not None:
                     greedy = self._improve(state, classes, caps, own, budget, greedy)
@@ -476,7 +404,7 @@ class ScaleUpPlanner:
                 self._build(state, pool, [], batches, plan, budget)
 
     def _by_class(
-        self, classes: list[PodClass], caps: dict[tuple[str, int], Capacity], budget: Budget
+        self, classes: list[PodClass], caps: Capacities, budget: Budget
     ) -> dict[tuple[str, int], list[Pod]]:
         """Class by class, big first: the expander chain picks a pool for as much of the class
         as the pool may take; least-cost counts what covering the rest would cost. Returns
@@ -500,7 +428,7 @@ class ScaleUpPlanner:
                 if not options:
                     break
                 best = choose_by(
-                    options, self.expanders, _class_score, lambda o: o.pool.metadata.name
+                    options, self.expanders, class_score, lambda o: o.pool.metadata.name
                 )
                 start = cls.count - left
                 share.setdefault((best.pool.metadata.name, i), []).extend(
@@ -514,166 +442,74 @@ class ScaleUpPlanner:
         self,
         state: ClusterState,
         classes: list[PodClass],
-        caps: dict[tuple[str, int], Capacity],
+        caps: Capacities,
         own: list[float],
         budget: Budget,
     ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
-        """Least-cost when the exact choice is out of reach: node by node, the node (a pool
-        and the pods the scheduler fits on one template node of it, the dearest pods first)
-        whose price is smallest against what its pods would cost on their own, a pod's own
-        cost being its cheapest price per pod on a node of one class; repeated while the pods
-        last. None if some pod is left over (the class-by-class choice then says why). `own`:
-        the pods' own costs (`_own_costs`)."""
-        order = sorted(range(len(classes)), key=lambda i: (-own[i], i))
-        left = [c.count for c in classes]
-        chosen: list[tuple[NodePool, tuple[int, ...]]] = []
-        while any(left):
-            best: tuple[float, str, NodePool, tuple[int, ...]] | None = None
-            for pool in self.pools:
-                if budget.room(pool) <= 0:
-                    continue
-                content = self._fill(state, pool, classes, caps, left, order)
-                worth = sum(n * own[i] for i, n in enumerate(content))
-                if not worth:
-                    continue
-                rank = (_price(pool) / worth, pool.metadata.name)
-                if best is None or rank < best[:2]:
-                    best = (*rank, pool, content)
-            if best is None:
-                return None
-            pool, content = best[2], best[3]
-            times = min(left[i] // n for i, n in enumerate(content) if n)
-            times = max(1, min(times, budget.room(pool)))
-            for _ in range(times):
-                cut = tuple(min(n, m) for n, m in zip(content, left, strict=True))
-                chosen.append((pool, cut))
-                left = [m - n for n, m in zip(cut, left, strict=True)]
-            budget.take(pool, times)
-        return chosen
-
-    def _own_costs(
-        self, classes: list[PodClass], caps: dict[tuple[str, int], Capacity]
-    ) -> list[float]:
-        """Per class, the cheapest price per pod on nodes holding that class alone."""
-        return [
-            min(
-                _price(p) / caps[p.metadata.name, i].pods
-                for p in self.pools
-                if (p.metadata.name, i) in caps
-            )
-            for i in range(len(classes))
-        ]
+        """Least-cost when the exact choice is out of reach: whole nodes greedily
+        (`costopt.cover_greedily`), each node's pods the ones the scheduler fits on one template
+        node of its pool. None if some pod is left over (the class-by-class choice then says
+        why). `own`: the pods' own costs (`costopt.own_costs`)."""
+        return costopt.cover_greedily(
+            [c.count for c in classes],
+            self.pools,
+            _price,
+            _name,
+            budget.room,
+            budget.take,
+            lambda pool, left, order: self.estimator.fill(state, pool, classes, caps, left, order),
+            own,
+        )
 
     def _improve(
         self,
         state: ClusterState,
         classes: list[PodClass],
-        caps: dict[tuple[str, int], Capacity],
+        caps: Capacities,
         own: list[float],
         budget: Budget,
         chosen: list[tuple[NodePool, tuple[int, ...]]],
     ) -> list[tuple[NodePool, tuple[int, ...]]]:
-        """One step of large-neighbourhood search on a greedy choice: the nodes that serve
-        their pods worst (price against the pods' own cost `own`), as many as the exact choice
-        takes at once, chosen again exactly; the new nodes replace them if cheaper."""
+        """A greedy choice's worst nodes chosen again exactly (`costopt.improve`)."""
 
-        def badness(j: int) -> tuple[float, int]:
-            pool, content = chosen[j]
-            worth = sum(n * own[i] for i, n in enumerate(content))
-            return (-_price(pool) / worth if worth else -math.inf, j)
-
-        taken: list[int] = []
-        left = [0] * len(classes)
-        for j in sorted(range(len(chosen)), key=badness):
-            more = [a + b for a, b in zip(left, chosen[j][1], strict=True)]
-            if math.prod(n + 1 for n in more) > EXACT_STATES:
-                break
-            taken.append(j)
-            left = more
-        if len(taken) < 2:
-            return chosen
-        dims = [i for i, n in enumerate(left) if n]
-        part, part_caps = _restrict(classes, caps, dims, left)
-        kept = [c for j, c in enumerate(chosen) if j not in taken]
-        room = budget.copy()
-        for pool, _ in kept:
-            room.take(pool, 1)
-        better, _ = self._cheapest(state, part, part_caps, room)
-        if better is None:
-            return chosen
-        if _cost(better) >= _cost([chosen[j] for j in taken]) - 1e-9:
-            return chosen
-        out = list(kept)
-        for pool, content in better:
+        def solve(
+            dims: list[int], counts: list[int], kept: list[tuple[NodePool, tuple[int, ...]]]
+        ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
             full = [0] * len(classes)
-            for d, n in zip(dims, content, strict=True):
+            for d, n in zip(dims, counts, strict=True):
                 full[d] = n
-            out.append((pool, tuple(full)))
-        return out
+            part, part_caps = _restrict(classes, caps, dims, full)
+            room = budget.copy()
+            for pool, _ in kept:
+                room.take(pool, 1)
+            return self._cheapest(state, part, part_caps, room)[0]
 
-    def _fill(
-        self,
-        state: ClusterState,
-        pool: NodePool,
-        classes: list[PodClass],
-        caps: dict[tuple[str, int], Capacity],
-        left: list[int],
-        order: list[int],
-    ) -> tuple[int, ...]:
-        """The pods (per class) the scheduler places on one empty node of `pool`, taking the
-        classes in `order`, each as many as fit (at most `left`)."""
-        key = (
-            pool.metadata.name,
-            *(
-                min(n, caps[pool.metadata.name, i].pods) if (pool.metadata.name, i) in caps else 0
-                for i, n in enumerate(left)
-            ),
-        )
-        hit = self._fills.get(key)
-        if hit is not None:
-            return hit
-        content = [0] * len(classes)
-        with state.forked():
-            name = self._probe_node(state, pool)
-            for i in order:
-                cap = caps.get((pool.metadata.name, i))
-                limit = min(left[i], cap.pods) if cap is not None else 0
-                content[i] = self._place_while_taken(state, name, classes[i].pods, limit)
-        self._fills[key] = tuple(content)
-        return self._fills[key]
+        return costopt.improve(chosen, own, _price, EXACT_STATES, solve)
 
     def _cover(
         self,
         i: int,
         left: int,
-        caps: dict[tuple[str, int], Capacity],
+        caps: Capacities,
         budget: Budget,
         used: NodePool,
         used_nodes: int,
     ) -> tuple[int, float]:
         """(pods left uncovered, cost) of covering `left` pods of class `i` with the cheapest
-        pods first, after `used_nodes` nodes of `used`."""
-        ranked = []
+        pods first, after `used_nodes` nodes of `used` (`costopt.cover_rest`)."""
+        offers = []
         for pool in self.pools:
             cap = caps.get((pool.metadata.name, i))
-            room = budget.room(pool) - (used_nodes if pool is used else 0)
-            if cap is not None and room > 0:
-                ranked.append((_price(pool) / cap.pods, pool.metadata.name, pool, cap, room))
-        ranked.sort(key=lambda r: (r[0], r[1]))
-        cost = 0.0
-        for _, _, pool, cap, room in ranked:
-            if not left:
-                break
-            take = min(left, room * cap.pods)
-            cost += math.ceil(take / cap.pods) * _price(pool)
-            left -= take
-        return left, cost
+            if cap is not None:
+                room = budget.room(pool) - (used_nodes if pool is used else 0)
+                offers.append((_price(pool), cap.pods, room, pool.metadata.name))
+        return costopt.cover_rest(left, offers)
 
     def _cheapest(
         self,
         state: ClusterState,
         classes: list[PodClass],
-        caps: dict[tuple[str, int], Capacity],
+        caps: Capacities,
         budget: Budget,
     ) -> tuple[list[tuple[NodePool, tuple[int, ...]]] | None, bool]:
         """The cheapest set of nodes holding every pod of the classes, exactly: a dynamic
@@ -689,11 +525,11 @@ class ScaleUpPlanner:
             return None, False
         steps: list[tuple[NodePool, tuple[int, ...], int]] = []
         spent = 0
-        value = _StepValue(self.expanders, self.pools, sum(counts))
+        value = StepValue(self.expanders, self.pools, sum(counts))
         for pool in self.pools:
             if not any((pool.metadata.name, i) in caps for i in range(len(classes))):
                 continue
-            found = self._contents(state, pool, classes, caps, PROBE_BUDGET - spent)
+            found = self.estimator.contents(state, pool, classes, caps, PROBE_BUDGET - spent)
             if found is None:
                 return None, False
             contents, calls = found
@@ -702,7 +538,8 @@ class ScaleUpPlanner:
                 steps.append((pool, content, value(pool, used)))
         limited = False
         while steps and states * len(steps) <= EXACT_WORK:
-            chosen = _cover_exactly(counts, steps)
+            picked = costopt.cover_exactly(counts, [(c, v) for _, c, v in steps])
+            chosen = None if picked is None else [(steps[s][0], cut) for s, cut in picked]
             if chosen is None:
                 break
             over = _overrun(chosen, self.pools, budget)
@@ -711,62 +548,6 @@ class ScaleUpPlanner:
             limited = True
             steps = [st for st in steps if st[0].metadata.name not in over]
         return None, limited
-
-    def _contents(
-        self,
-        state: ClusterState,
-        pool: NodePool,
-        classes: list[PodClass],
-        caps: dict[tuple[str, int], Capacity],
-        budget: int,
-    ) -> tuple[list[tuple[tuple[int, ...], float]], int] | None:
-        """The maximal contents (pods per class) of one node of `pool`, with their waste: each
-        one placed by the scheduler on a template node, classes in order, one fork per pod so
-        that backing off one pod is one revert. None past `budget` placements."""
-        usable = [i for i in range(len(classes)) if (pool.metadata.name, i) in caps]
-        found: list[tuple[tuple[int, ...], float]] = []
-        content = [0] * len(classes)
-        calls = 0
-
-        def walk(j: int, name: str) -> bool:
-            nonlocal calls
-            i = usable[j]
-            cls = classes[i]
-            limit = min(cls.count, caps[pool.metadata.name, i].pods)
-            placed = 0
-            while placed < limit:
-                if calls >= budget:
-                    for _ in range(placed):
-                        state.revert()
-                    return False
-                calls += 1
-                state.fork()
-                if self.quiet.schedule_pod(state, cls.pods[placed], [name]).node is None:
-                    state.revert()
-                    break
-                placed += 1
-            last = j == len(usable) - 1
-            for x in range(placed, -1, -1):
-                content[i] = x
-                if last:
-                    if x == placed:  # fewer of the last class is never better
-                        found.append((tuple(content), waste(state, [state.nodes[name]])))
-                elif not walk(j + 1, name):
-                    for _ in range(x):
-                        state.revert()
-                    content[i] = 0
-                    return False
-                if x:
-                    state.revert()
-            content[i] = 0
-            return True
-
-        with state.forked():
-            ok = walk(0, self._probe_node(state, pool))
-        if not ok:
-            return None
-        maximal = [(c, w) for c, w in found if any(c) and not any(_below(c, o) for o, _ in found)]
-        return maximal, calls
 
     # --- building the chosen nodes ---------------------------------------------------------
 
@@ -889,6 +670,37 @@ class ScaleUpPlanner:
         plan.placed.update((k, placed[k]) for k in option.pods)
         plan.options.append(option)
 
+    # --- the node set alone -------------------------------------------------------------------
+
+    def units(self, state: ClusterState, pods: list[Pod]) -> tuple[list[Gang], list[Pod]]:
+        """The gangs among `pods` (as the scheduler groups them) and the other pods."""
+        gangs, solo = self._units(state, pods)
+        return [g for g, _ in gangs], solo
+
+    def node_set(
+        self, state: ClusterState, classes: list[PodClass]
+    ) -> list[tuple[NodePool, tuple[int, ...]]] | None:
+        """Nodes (a pool and the pods per class it holds) for every pod of `classes`, within
+        the pools' room, without building them: whole nodes greedily, else the exact choice;
+        each content was placed by the scheduler on a template node (`estimator`), so nodes
+        of one content are interchangeable. None when the pools cannot hold them all."""
+        caps: Capacities = {}
+        for pool in self.pools:
+            for i, cap in enumerate(self.capacity(state, pool, classes)):
+                if cap.pods:
+                    caps[pool.metadata.name, i] = cap
+        if not all(
+            any((p.metadata.name, i) in caps for p in self.pools) for i in range(len(classes))
+        ):
+            return None
+        self.estimator.new_round()
+        own = costopt.own_costs(len(classes), self.pools, _price, _per_node(caps))
+        budget = Budget(state, self.pools, self.limits, 0.0)
+        chosen = self._by_node(state, classes, caps, own, budget.copy())
+        if chosen is None:
+            chosen, _ = self._cheapest(state, classes, caps, budget)
+        return chosen
+
     # --- one pool on its own ---------------------------------------------------------------
 
     def simulate(self, state: ClusterState, pool: NodePool, pods: list[Pod]) -> Option | None:
@@ -904,20 +716,12 @@ class ScaleUpPlanner:
         return plan.options[0] if plan.options and plan.options[0].pods else None
 
 
-def _size(state: ClusterState, pod: Pod) -> tuple[int, int]:
-    try:
-        devices = requested_devices(pod_claims(state, pod))
-    except ClaimNotFound:
-        devices = 0
-    return devices, pod_requests(pod).get("cpu", 0)
-
-
 def _restrict(
     classes: Sequence[PodClass],
-    caps: dict[tuple[str, int], Capacity],
+    caps: Capacities,
     keep: list[int],
     counts: Sequence[int] | None = None,
-) -> tuple[list[PodClass], dict[tuple[str, int], Capacity]]:
+) -> tuple[list[PodClass], Capacities]:
     """The classes numbered `keep` (ascending), each cut to its first `counts[i]` pods when
     `counts` is given, with their capacities renumbered 0, 1, … in that order."""
     index = {i: n for n, i in enumerate(keep)}
@@ -931,7 +735,21 @@ def _restrict(
 
 
 def _cost(nodes: Sequence[tuple[NodePool, tuple[int, ...]]]) -> float:
-    return sum(_price(pool) for pool, _ in nodes)
+    return costopt.cost(nodes, _price)
+
+
+def _name(pool: NodePool) -> str:
+    return pool.metadata.name
+
+
+def _per_node(caps: Capacities) -> Callable[[NodePool, int], int]:
+    """How many pods of a class one node of a pool holds (0: none), for `costopt`."""
+
+    def per_node(pool: NodePool, i: int) -> int:
+        cap = caps.get((pool.metadata.name, i))
+        return cap.pods if cap is not None else 0
+
+    return per_node
 
 
 def _overrun(
@@ -949,92 +767,3 @@ def _overrun(
             over.add(pool.metadata.name)
         check.take(pool, min(n, check.room(pool)))
     return over
-
-
-def _below(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    """`a` holds fewer pods than `b`: no more of any class, and not the same."""
-    return a != b and all(x <= y for x, y in zip(a, b, strict=True))
-
-
-def _class_score(name: str, o: ClassOption) -> float:
-    if name == "least-cost":
-        # Leaving pods uncovered is worse than any price.
-        return o.uncovered * 1e12 + o.cost
-    if name == "least-waste":
-        return o.waste
-    if name == "priority":
-        return -o.pool.spec.priority
-    return -o.pods  # most-pods
-
-
-class _StepValue:
-    """One node's value in the exact choice as one integer, so that sums over a plan compare
-    like (cost, the later expanders' sums, nodes, pool-name ranks) lexicographically: each
-    part is weighted by more than the largest sum of the parts after it."""
-
-    def __init__(self, chain: Sequence[str], pools: Sequence[NodePool], most_nodes: int) -> None:
-        self.chain = [e for e in chain[1:] if e in ("least-waste", "priority")]
-        self.rank = {p.metadata.name: n for n, p in enumerate(pools)}
-        self.top = max((p.spec.priority for p in pools), default=0)
-        spread = self.top - min((p.spec.priority for p in pools), default=0)
-        self.limits = {"least-waste": 1000, "priority": spread}
-        self.most = most_nodes + 1
-        self.pools = max(1, len(pools))
-
-    def __call__(self, pool: NodePool, used: float) -> int:
-        value = round(_price(pool) * MICRO)
-        for name in self.chain:
-            part = round(used * 1000) if name == "least-waste" else self.top - pool.spec.priority
-            value = value * self.most * (self.limits[name] + 1) + part
-        value = value * self.most + 1  # fewer nodes
-        return value * self.most * self.pools + self.rank[pool.metadata.name]
-
-
-def _cover_exactly(
-    counts: list[int], steps: list[tuple[NodePool, tuple[int, ...], int]]
-) -> list[tuple[NodePool, tuple[int, ...]]] | None:
-    """The minimum-value multiset of steps (node contents) whose contents, each cut down to
-    what is left, add up to `counts`. Contents are downward closed (a node that holds some
-    pods holds fewer), so cutting a content down keeps it a valid node."""
-    dims = len(counts)
-    strides = [1] * dims
-    for d in range(1, dims):
-        strides[d] = strides[d - 1] * (counts[d - 1] + 1)
-    total = strides[-1] * (counts[-1] + 1)
-    best: list[int | None] = [None] * total
-    pick: list[tuple[int, tuple[int, ...]]] = [(-1, ())] * total
-    best[0] = 0
-    left = [0] * dims
-    offsets = [sum(a * st for a, st in zip(c, strides, strict=True)) for _, c, _ in steps]
-    for index in range(1, total):
-        d = 0  # the vector of `index`, incremented like an odometer
-        while left[d] == counts[d]:
-            left[d] = 0
-            d += 1
-        left[d] += 1
-        top: int | None = None
-        choice: tuple[int, tuple[int, ...]] = (-1, ())
-        for s, (_, content, value) in enumerate(steps):
-            if all(a <= n for a, n in zip(content, left, strict=True)):
-                cut, prev = content, index - offsets[s]
-            else:
-                cut = tuple(min(a, n) for a, n in zip(content, left, strict=True))
-                prev = index - sum(c * st for c, st in zip(cut, strides, strict=True))
-                if prev == index:
-                    continue
-            base = best[prev]
-            if base is None:
-                continue
-            if top is None or base + value < top:
-                top, choice = base + value, (s, cut)
-        best[index] = top
-        pick[index] = choice
-    if best[total - 1] is None:
-        return None
-    out: list[tuple[NodePool, tuple[int, ...]]] = []
-    index = total - 1
-    while index:
-        s, cut = pick[index]
-        out.append((steps[s][0], cut))
-        index -= sum(c * st for c, st in zip(cut, strides, strict=True))
-    return out

@@ -54,6 +54,11 @@ def _template_from_node(
             name=pool.metadata.name,
             path="spec.fromNode",
         )
+    return node_copy(state, source)
+
+
+def node_copy(state: ClusterState, source: Node) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`source` without its name, and its node-local slices' specs, "$NODE_NAME" for the name."""
     old = source.metadata.name
     node = {
         "metadata": {

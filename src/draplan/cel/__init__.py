@@ -6,6 +6,7 @@ from draplan.cel.selector import (
     COST_LIMIT,
     MAX_EXPRESSION_BYTES,
     Selector,
+    check_without_list_attributes,
     clear_caches,
     compile_selector,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "CelRuntimeError",
     "Selector",
     "SemverValue",
+    "check_without_list_attributes",
     "clear_caches",
     "compile_selector",
 ]

@@ -10,7 +10,9 @@ from draplan.api.quantity import Quantity
 from draplan.cel.messages import quantity_message, semver_message
 from draplan.cel.semver import SemverValue
 
-AttrValue = int | bool | str | SemverValue
+ScalarValue = int | bool | str | SemverValue
+# A tuple is a list-typed attribute (KEP-5491, DRAListTypeAttributes): a CEL list.
+AttrValue = ScalarValue | tuple[ScalarValue, ...]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -52,6 +54,8 @@ def device_data(device: CelDevice) -> dict[str, Any]:
 
 
 def _attribute_value(name: str, value: object) -> Any:
+    if isinstance(value, tuple):
+        return [_attribute_value(name, v) for v in value]
     # bool before int: bool is a subclass of int in Python.
     if isinstance(value, bool | str):
         return value

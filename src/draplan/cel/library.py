@@ -128,6 +128,20 @@ def _semver_part(index: int) -> Any:
     return part
 
 
+def _same(a: Any, b: Any) -> bool:
+    # CEL's equality across kinds is false (1 != true), unlike Python's; versions compare by
+    # semver precedence.
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, bool | int | str):
+        return bool(a == b)
+    return _compare(a, b) == 0
+
+
+def _list_includes(receiver: Any, item: Any) -> bool:
+    return any(_same(x, item) for x in receiver)
+
+
 def _overload(
     oid: str, result: Any, params: list[Any], member: bool, impl: Any = None
 ) -> cel.Overload:
@@ -135,6 +149,21 @@ def _overload(
     if impl is None:
         return cel.Overload(oid, result, params, is_member=member)
     return cel.Overload(oid, result, params, is_member=member, impl=impl)
+
+
+def list_declarations() -> list[cel.FunctionDecl]:
+    """KEP-5491's `includes()` (DRAListTypeAttributes): `x.includes(v)` is `v in x` for a
+    list-typed attribute and `x == v` for a scalar one, so a selector reads the same while a
+    driver moves an attribute from a scalar to a list."""
+    overloads = []
+    for name, kind in (("int", _INT), ("bool", _BOOL), ("string", _STRING), ("semver", SEMVER)):
+        overloads.append(
+            _overload(
+                f"list_{name}_includes", _BOOL, [cel.Type.List(kind), kind], True, _list_includes
+            )
+        )
+        overloads.append(_overload(f"{name}_includes", _BOOL, [kind, kind], True, _same))
+    return [cel.FunctionDecl("includes", overloads)]
 
 
 def declarations() -> list[cel.FunctionDecl]:

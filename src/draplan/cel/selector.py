@@ -23,7 +23,7 @@ from cel_expr_python.ext import ext_bindings, ext_math, ext_optional, ext_string
 from draplan.cel.device import CelDevice, device_data
 from draplan.cel.domains import optional_domains
 from draplan.cel.errors import CelCompileError, CelRuntimeError
-from draplan.cel.library import declarations
+from draplan.cel.library import declarations, list_declarations
 from draplan.cel.messages import POOL
 
 MAX_EXPRESSION_BYTES = 10 * 1024  # CELSelectorExpressionMaxLength
@@ -44,7 +44,7 @@ _results: dict[tuple[str, int], tuple[CelDevice, bool | CelRuntimeError]] = {}
 _activations: dict[int, tuple[CelDevice, cel.Activation | CelRuntimeError]] = {}
 
 
-def _new_env() -> cel.Env:
+def _new_env(list_attributes: bool = True) -> cel.Env:
     return cel.NewEnv(
         descriptor_pool=POOL,
         # Map of dyn rather than a message: attribute values are int|bool|string|Semver, which
@@ -56,11 +56,13 @@ def _new_env() -> cel.Env:
             ext_math.ExtMath(),
             ext_optional.ExtOptional(),
         ],
-        functions=declarations(),
+        functions=declarations() + (list_declarations() if list_attributes else []),
     )
 
 
 _ENV = _new_env()
+# Without DRAListTypeAttributes there is no includes(): only used to reject such selectors.
+_ENV_SCALAR = _new_env(list_attributes=False)
 
 
 class Selector:
@@ -182,9 +184,20 @@ def compile_selector(expression: str) -> Selector:
     return Selector(expression, program)
 
 
+@lru_cache(maxsize=COMPILE_CACHE_SIZE)
+def check_without_list_attributes(expression: str) -> None:
+    """Raise CelCompileError if the (valid) expression needs DRAListTypeAttributes' CEL
+    functions, as an API server with the gate off rejects it."""
+    try:
+        _ENV_SCALAR.compile(expression)
+    except RuntimeError as err:
+        raise CelCompileError(expression, _compile_message(str(err))) from None
+
+
 def clear_caches() -> None:
     """Forget compiled programs, per-device inputs and results (call between snapshots)."""
     compile_selector.cache_clear()
+    check_without_list_attributes.cache_clear()
     _results.clear()
     _activations.clear()
 

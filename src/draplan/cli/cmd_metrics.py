@@ -1,5 +1,6 @@
 """`draplan metrics`: physical GPUs and their partitions, allocation, shared capacity, and
-stranded GPUs (with their cost) per cluster, device class, node pool, resource pool and node."""
+stranded GPUs (with their cost) per cluster, device class, node pool, resource pool and node;
+each resource pool's status in ResourcePoolStatusRequest's terms, beside the server's answers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import click
 
-from draplan.audit.metrics import metrics
+from draplan.audit.documents import metrics_document
 from draplan.cli.common import filename_option, load_state, output_option
 from draplan.cli.output import emit_document, emit_table
 
@@ -67,7 +68,7 @@ def most_stranded(scope: dict[str, Any], top: int = 0) -> list[tuple[str, dict[s
 def metrics_cmd(filenames: tuple[str, ...], top: int, output: str) -> None:
     """Where GPUs go: allocated, partitioned, shared, free, and stranded (free, yet no typical
     pod's shape can use it)."""
-    doc = metrics(load_state(filenames)).to_dict()
+    doc = metrics_document(load_state(filenames))
     if emit_document(doc, output):
         return
     emit_table("Cluster", HEADERS, [_row("cluster", doc["cluster"])])
@@ -81,6 +82,28 @@ def metrics_cmd(filenames: tuple[str, ...], top: int, output: str) -> None:
         if rows:
             shown = f"{len(rows)} of {len(doc[key])}, most stranded first"
             emit_table(f"{title} ({shown})", HEADERS, rows)
+    for req in doc["poolStatusRequests"]:
+        _emit_comparison(req)
+
+
+def _emit_comparison(req: dict[str, Any]) -> None:
+    """One answered ResourcePoolStatusRequest: its pools' counts, the server's beside
+    draplan's, and what differs."""
+    rows = []
+    for entry in req["pools"]:
+        server, mine = entry["server"] or {}, entry["draplan"] or {}
+        cells = [
+            f"{server.get(k, '-')}/{mine.get(k, '-')}"
+            for k in ("totalDevices", "allocatedDevices", "availableDevices", "unavailableDevices")
+        ]
+        fields = sorted({d["field"] for d in req["differences"] if d["pool"] == entry["pool"]})
+        rows.append([entry["pool"], *cells, ", ".join(fields) or "-"])
+    verdict = "agrees" if req["agrees"] else f"{len(req['differences'])} differences"
+    emit_table(
+        f"ResourcePoolStatusRequest {req['name']} (server/draplan; {verdict})",
+        ["POOL", "TOTAL", "ALLOCATED", "AVAILABLE", "UNAVAILABLE", "DIFFERS"],
+        rows,
+    )
 
 
 COMMANDS = [metrics_cmd]

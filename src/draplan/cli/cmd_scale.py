@@ -3,104 +3,24 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import click
-import msgspec
 
-from draplan.api.autoscaling import (
-    BEST_EFFORT_ATOMIC,
-    PodSet,
-    PodTemplateRef,
-    ProvisioningRequest,
-    ProvisioningRequestSpec,
-)
-from draplan.api.codec import encode
-from draplan.api.core_v1 import PodTemplate, PodTemplateSpec
-from draplan.api.meta import ObjectMeta
-from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits, Plan
-from draplan.autoscaler.provreq import with_status
+from draplan.audit.documents import plan_document
+from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
+from draplan.autoscaler.manifests import TARGETS, manifests
 from draplan.cli.cmd_schedule import gate_text, profile_from
-from draplan.cli.common import filename_option, load_state, output_option
+from draplan.cli.common import (
+    filename_option,
+    input_settings,
+    load_input,
+    output_option,
+    prices_option,
+    with_derived_pools,
+)
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import gated_pods
-from draplan.scheduler.gangs import find_gangs
-
-TARGET_SIZE = "draplan.io/target-size-increase"
-# Moves that would spare some of the pool's new nodes: the user's other choice.
-MOVES_INSTEAD = "draplan.io/moves-instead"
-
-
-def gang_requests(state: ClusterState, plan: Plan) -> list[dict[str, Any]]:
-    """For every gang the plan scales up, the PodTemplates and a best-effort-atomic
-    ProvisioningRequest that ask Cluster Autoscaler for its capacity all at once."""
-    scaled = {k for o in plan.scale_up for k in o.pods}
-    out: list[dict[str, Any]] = []
-    seen: set[tuple[str, ...]] = set()
-    for key, gang in sorted(find_gangs(state).items()):
-        if key not in scaled or gang.key in seen:
-            continue
-        seen.add(gang.key)
-        ns = key[0]
-        base = "-".join(gang.key[2:]).strip("-") or key[1]
-        specs: list[tuple[Any, int]] = []
-        for member in gang.members:
-            pod = state.pods.get(member)
-            if pod is None:
-                continue
-            spec = msgspec.structs.replace(pod.spec, node_name="")
-            for i, (known, n) in enumerate(specs):
-                if known == spec:
-                    specs[i] = (known, n + 1)
-                    break
-            else:
-                specs.append((spec, 1))
-        sets = []
-        for i, (spec, count) in enumerate(specs):
-            name = f"{base}-{i}"
-            out.append(
-                encode(
-                    PodTemplate(
-                        metadata=ObjectMeta(name=name, namespace=ns),
-                        template=PodTemplateSpec(spec=spec),
-                    )
-                )
-            )
-            sets.append(PodSet(pod_template_ref=PodTemplateRef(name=name), count=count))
-        out.append(
-            encode(
-                ProvisioningRequest(
-                    metadata=ObjectMeta(name=base, namespace=ns),
-                    spec=ProvisioningRequestSpec(
-                        pod_sets=tuple(sets), provisioning_class_name=BEST_EFFORT_ATOMIC
-                    ),
-                )
-            )
-        )
-    return out
-
-
-def manifests(plan: Plan, state_pools: dict[str, Any], state: ClusterState) -> list[dict[str, Any]]:
-    """What to apply: ProvisioningRequests with their new status, one per scaled gang (with its
-    PodTemplates), and each pool's target size."""
-    out: list[dict[str, Any]] = []
-    for pr, conds in plan.provisioning:
-        out.append(encode(with_status(pr, conds)))
-    out.extend(gang_requests(state, plan))
-    added: dict[str, int] = {}
-    for o in plan.scale_up:
-        added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
-    for name, n in sorted(added.items()):
-        pool = state_pools[name]
-        doc = encode(pool)
-        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations[TARGET_SIZE] = str(n)
-        instead = [m.text() for m in plan.moves if m.pool == name]
-        if instead:
-            annotations[MOVES_INSTEAD] = "; ".join(instead)
-        out.append(doc)
-    return out
 
 
 def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -136,6 +56,21 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
     show_default=True,
     help="Show moves of running pods that would spare new nodes (DRA-aware plans).",
 )
+@click.option(
+    "--target",
+    type=click.Choice(TARGETS),
+    default="ca",
+    show_default=True,
+    help="What -o yaml writes: ca (ProvisioningRequests and PodTemplates for Cluster "
+    "Autoscaler), karpenter (NodeClaims), draplan (NodePools with their target size).",
+)
+@click.option(
+    "--check-capacity",
+    is_flag=True,
+    help="With --target ca: check-capacity requests (ask whether the room exists first) "
+    "instead of best-effort-atomic-scale-up.",
+)
+@prices_option
 @output_option
 def scale(
     filenames: tuple[str, ...],
@@ -146,17 +81,22 @@ def scale(
     max_devices_total: int | None,
     max_cost_per_hour: float | None,
     moves: bool,
+    target: str,
+    check_capacity: bool,
+    prices_path: str | None,
     output: str,
 ) -> None:
-    """Plan node additions (and removals) for the pending pods, from the NodePools given."""
+    """Plan node additions (and removals) for the pending pods, from the NodePools given
+    (or, with none, from the cluster's node groups)."""
     chain = tuple(e.strip() for e in expander.split(",") if e.strip())
     unknown = [e for e in chain if e not in EXPANDERS]
     if unknown or not chain:
         raise click.BadParameter(
             f"unknown expander {unknown[0] if unknown else ''!r}", param_hint="--expander"
         )
-    state = load_state(filenames)
-    pools = dict(state.node_pools)
+    features = input_settings().features()  # a bad flag is reported before any reading
+    objects = load_input(filenames)
+    state = with_derived_pools(ClusterState.from_objects(objects, features), prices_path)
     autoscaler = Autoscaler(
         profile_from(profile_path),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
@@ -164,16 +104,11 @@ def scale(
         legacy=legacy,
     )
     gated = gated_pods(state)
-    plan = autoscaler.plan(state, moves=moves)
-    doc = plan.to_dict()
-    doc["gated"] = [
-        {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
-        for p in gated
-    ]
+    plan, doc = plan_document(state, autoscaler, moves=moves, reasons=output in ("json", "wide"))
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(manifests(plan, pools, state))
+        emit_yaml(manifests(plan, state, target, check_capacity))
     else:
         s = doc["summary"]
         wide = output == "wide"  # node names only in wide: a big plan adds hundreds
@@ -236,6 +171,17 @@ def scale(
                     [*p["pod"].split("/", 1), p["reason"].get("message", "")]
                     + ([p["reason"].get("autoscaler", "")] if why_pools else [])
                     for p in doc["pending"]
+                ],
+            )
+        if blocked := doc.get("notTriggerScaleUp", []):
+            emit_table(
+                "not triggering scale-up (per node group, as Cluster Autoscaler's "
+                "NotTriggerScaleUp event)",
+                ["NAMESPACE", "NAME", "NODE GROUP", "REASON"],
+                [
+                    [*b["pod"].split("/", 1), group, why]
+                    for b in blocked
+                    for group, why in sorted(b["nodeGroups"].items())
                 ],
             )
         if gated:

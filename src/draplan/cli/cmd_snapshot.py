@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -11,20 +10,11 @@ import yaml
 
 from draplan.api.codec import encode
 from draplan.cli.common import filename_option, load_input
+from draplan.cli.interrupts import write_whole
 from draplan.cluster.state import ClusterState
-from draplan.sources.kuberedact import Redactor, scrub
+from draplan.sources.kuberedact import snapshot_document
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def snapshot_document(items: list[dict[str, Any]], *, redact: bool, key: str = "") -> Any:
-    """The `kind: List` of `items` (JSON form), with node and pod names redacted if asked."""
-    for item in items:
-        scrub(item)
-    if redact:
-        redactor = Redactor.for_objects(items, key)
-        items = [redactor.redact(item) for item in items]
-    return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
 @click.command()
@@ -48,9 +38,9 @@ def snapshot(filenames: tuple[str, ...], output: str, redact: bool, redact_key: 
     ClusterState.from_objects(objects)
     doc = snapshot_document([encode(obj) for obj, _ in objects], redact=redact, key=redact_key)
     if output == "json":
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+        write_whole(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
     else:
-        sys.stdout.write(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
+        write_whole(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
 
 
 COMMANDS = [snapshot]

@@ -2,32 +2,50 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 import click
 
 from draplan.audit import CATEGORIES, why
+from draplan.audit.documents import why_document
 from draplan.cli.cmd_schedule import profile_from
-from draplan.cli.common import filename_option, load_state, output_option, shown_pods
+from draplan.cli.common import (
+    filename_option,
+    load_state,
+    output_option,
+    prices_option,
+    shown_pods,
+    with_derived_pools,
+)
 from draplan.cli.output import emit_document, emit_table, no_headers
 
 
 @click.command("why")
 @filename_option()
 @click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@click.option(
+    "--derive-pools",
+    is_flag=True,
+    help="With no NodePool in the input, judge with pools derived from the cluster's node "
+    "groups, as scale does (implied by --prices).",
+)
+@prices_option
 @output_option
-def why_cmd(filenames: tuple[str, ...], profile_path: str | None, output: str) -> None:
+def why_cmd(
+    filenames: tuple[str, ...],
+    profile_path: str | None,
+    derive_pools: bool,
+    prices_path: str | None,
+    output: str,
+) -> None:
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
     state = load_state(filenames, select=False)
+    if derive_pools or prices_path:
+        state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
     diagnoses = [d for d in why(state, profile_from(profile_path)) if shown(d.pod)]
-    summary = Counter(d.category for d in diagnoses)
-    doc: dict[str, Any] = {
-        "pods": [d.to_dict() for d in diagnoses],
-        "summary": {c: summary[c] for c in CATEGORIES if summary[c]},
-    }
-    if emit_document(doc, output):
+    if emit_document(why_document(diagnoses), output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)
     for d in diagnoses:

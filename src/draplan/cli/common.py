@@ -216,6 +216,34 @@ def load_input(
     return objects
 
 
+def prices_option(func: F) -> F:
+    """`--prices FILE`: prices of the pools derived when no NodePool is given."""
+    return click.option(
+        "--prices",
+        "prices_path",
+        metavar="FILE",
+        help="Dollars per node-hour by pool name or instance type (YAML mapping or CSV "
+        "name,price), for pools derived from the cluster's node groups when no NodePool is given.",
+    )(func)
+
+
+def with_derived_pools(state: ClusterState, prices_path: str | None) -> ClusterState:
+    """`state` with pools derived from its node groups when the input has no NodePool
+    (`autoscaler.derived`); groups that give no pool are notices on stderr."""
+    from draplan.autoscaler.derived import derive_pools
+    from draplan.sources.files import stderr_notice
+    from draplan.sources.prices import load_prices
+
+    prices = load_prices(prices_path) if prices_path else None
+    if state.node_pools:
+        return state
+    derived = derive_pools(state, prices)
+    state.node_pools.update(derived.pools)
+    for note in derived.skipped:
+        stderr_notice(f"no pool derived from {note}")
+    return state
+
+
 def load_state(
     filenames: tuple[str, ...], *, live: LiveOptions | None = None, select: bool = True
 ) -> ClusterState:

@@ -9,14 +9,13 @@ them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
 
-from draplan.api.codec import yaml_text
+from draplan.api.codec import json_text, yaml_text
 from draplan.api.errors import BadInput
 from draplan.cli import jsonpath
 from draplan.cli.interrupts import write_whole
@@ -78,7 +77,7 @@ def _setting(key: str) -> Any:
 
 
 def emit_json(doc: Any) -> None:
-    write_whole(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    write_whole(json_text(doc))
 
 
 def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:

@@ -16,7 +16,7 @@ import msgspec
 from draplan.api.core_v1 import NodeSelectorTerm
 from draplan.api.quantity import Quantity
 from draplan.api.resource_v1 import Device, DeviceCapacity, DeviceTaintRule, ResourceSlice
-from draplan.cel import CelDevice, SemverValue
+from draplan.cel import AttrValue, CelDevice, SemverValue
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 PoolID = tuple[str, str]  # (driver, pool)
@@ -89,10 +89,12 @@ class DeviceView:
 
     @cached_property
     def cel(self) -> CelDevice:
-        attrs: dict[str, int | bool | str | SemverValue] = {}
+        attrs: dict[str, AttrValue] = {}
         for key, attr in self.device.attributes.items():
             if attr.version is not None:
                 attrs[key] = SemverValue.parse(attr.version)
+            elif attr.versions is not None:
+                attrs[key] = tuple(SemverValue.parse(v) for v in attr.versions)
             else:
                 value = attr.value()
                 if value is not None:

@@ -2,27 +2,31 @@
 
 One rule for every command (metrics, why's move ranking, scale-down, the simulator): a node
 belongs to the NodePool its `draplan.io/node-pool` label names, else to the NodePool it is the
-`fromNode` of, else to the NodePool named by its provider's node-group label. With no NodePool
-to match, the provider label's value itself names the node's pool, so clusters without NodePools
-still group their nodes as their autoscaler does.
+`fromNode` of, else to the NodePool named by its provider's node-group label, else to the
+NodePool named after its Cluster API owner (a MachinePool, or the MachineDeployment whose
+MachineSet `<deployment>-<suffix>` owns its Machine: pools derived from CA's clusterapi node
+groups carry those names). With no NodePool to match, the provider label's value itself names
+the node's pool, so clusters without NodePools still group their nodes as their autoscaler does.
 """
 
 from __future__ import annotations
 
+from draplan.api.clusterapi import OWNER_NAME
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import PRICE_LABEL as PRICE_LABEL  # read beside the rule
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.cluster.state import ClusterState
 
 POOL_LABEL = "draplan.io/node-pool"
-# Node-group labels of Karpenter, EKS managed node groups and GKE node pools; the instance
-# type last, since it groups nodes of one shape when nothing better names the group.
-PROVIDER_POOL_LABELS = (
+# Node-group labels of Karpenter, EKS managed node groups and GKE node pools.
+NODE_GROUP_LABELS = (
     "karpenter.sh/nodepool",
     "eks.amazonaws.com/nodegroup",
     "cloud.google.com/gke-nodepool",
-    "node.kubernetes.io/instance-type",
 )
+# The instance type last, since it groups nodes of one shape when nothing better names the
+# group (it names a pool, but no pool is derived from it: it is not a group an autoscaler has).
+PROVIDER_POOL_LABELS = (*NODE_GROUP_LABELS, "node.kubernetes.io/instance-type")
 
 
 def node_pool(state: ClusterState, node: Node) -> NodePool | None:
@@ -38,6 +42,10 @@ def node_pool(state: ClusterState, node: Node) -> NodePool | None:
         by_label = state.node_pools.get(labels.get(key, ""))
         if by_label is not None:
             return by_label
+    owner = node.metadata.annotations.get(OWNER_NAME, "")
+    if owner:
+        # CAPI names a MachineSet after its MachineDeployment plus a generated suffix.
+        return state.node_pools.get(owner) or state.node_pools.get(owner.rpartition("-")[0])
     return None
 
 

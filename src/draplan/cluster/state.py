@@ -29,7 +29,7 @@ from draplan.api.resource_v1 import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from draplan.cel import CelError, compile_selector
+from draplan.cel import CelError, check_without_list_attributes, compile_selector
 from draplan.cluster.devices import (
     CounterKey,
     DeviceID,
@@ -59,9 +59,41 @@ def key_of(obj: KubeStruct) -> ObjectKey:
     return (meta.namespace, meta.name)
 
 
-def _check_selectors(obj: KubeStruct, source: str) -> None:
+def _check_gated_fields(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+    """Fields of an alpha feature whose gate is off: the API server drops them, which leaves
+    the object invalid or different, so their presence is an error here."""
+    if not isinstance(obj, ResourceSlice):
+        return
+    for i, dev in enumerate(obj.spec.devices):
+        path = f"spec.devices[{i}]"
+        if "DRAListTypeAttributes" not in features:
+            for name, attr in dev.attributes.items():
+                if attr.list_field():
+                    raise BadInput(
+                        f"list-typed attribute values need the DRAListTypeAttributes feature "
+                        f"gate (off in Kubernetes {features.version})",
+                        source=source,
+                        kind=obj.kind,
+                        name=obj.metadata.name,
+                        path=f"{path}.attributes[{name}].{attr.list_field()}",
+                    )
+        if "DRADeviceCompatibilityGroups" not in features:
+            for j, cc in enumerate(dev.consumes_counters):
+                if cc.compatibility_groups:
+                    raise BadInput(
+                        f"compatibilityGroups need the DRADeviceCompatibilityGroups feature "
+                        f"gate (off in Kubernetes {features.version})",
+                        source=source,
+                        kind=obj.kind,
+                        name=obj.metadata.name,
+                        path=f"{path}.consumesCounters[{j}].compatibilityGroups",
+                    )
+
+
+def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     """CEL selectors must compile, as the API server checks at admission; draplan.api cannot
-    check it (it sits below draplan.cel), so it is checked where a snapshot is assembled."""
+    check it (it sits below draplan.cel), so it is checked where a snapshot is assembled.
+    Without DRAListTypeAttributes there is no includes()."""
     groups: list[tuple[str, tuple[DeviceSelector, ...]]] = []
     if isinstance(obj, DeviceClass):
         groups.append(("spec.selectors", obj.spec.selectors))
@@ -80,6 +112,8 @@ def _check_selectors(obj: KubeStruct, source: str) -> None:
                 continue
             try:
                 compile_selector(sel.cel.expression)
+                if "DRAListTypeAttributes" not in features:
+                    check_without_list_attributes(sel.cel.expression)
             except CelError as err:
                 raise BadInput(
                     str(err),
@@ -90,7 +124,12 @@ def _check_selectors(obj: KubeStruct, source: str) -> None:
                 ) from None
 
 
-def _admit(origin: dict[tuple[str, ObjectKey], str], obj: KubeStruct, source: str) -> None:
+def _admit(
+    origin: dict[tuple[str, ObjectKey], str],
+    obj: KubeStruct,
+    source: str,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
     """One object joins a snapshot: unique by kind and name, CEL that compiles; a Scenario's
     job objects join too (they share the cluster's names once they arrive)."""
     kind = getattr(obj, "kind", "")
@@ -104,12 +143,13 @@ def _admit(origin: dict[tuple[str, ObjectKey], str], obj: KubeStruct, source: st
             name="/".join(p for p in key if p),
         )
     origin[okey] = source
-    _check_selectors(obj, source)
+    _check_selectors(obj, source, features)
+    _check_gated_fields(obj, source, features)
     if isinstance(obj, Scenario):
         for i, job in enumerate(obj.spec.workload.jobs):
             for k, doc in enumerate(job.objects):
                 try:
-                    _admit(origin, decode(doc, source=source), source)
+                    _admit(origin, decode(doc, source=source), source, features)
                 except BadInput as err:
                     path = f"spec.workload.jobs[{i}].objects[{k}]"
                     raise BadInput(
@@ -200,7 +240,7 @@ class ClusterState:
         for item in objects:
             obj, source = item if isinstance(item, tuple) else (item, "")
             key = key_of(obj)
-            _admit(state.origin, obj, source)
+            _admit(state.origin, obj, source, features)
             if isinstance(obj, Node):
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):

@@ -12,6 +12,7 @@ from draplan.api.core_v1 import Pod, PodResourceClaim
 from draplan.api.meta import ObjectMeta, OwnerReference
 from draplan.api.resource_v1 import (
     POD_CLAIM_ANNOTATION,
+    PODGROUP_CLAIM_ANNOTATION,
     ResourceClaim,
     ResourceClaimConsumerReference,
 )
@@ -104,7 +105,10 @@ def _group_claim(
     existing = state.claims.get((ns, name))
     if existing is not None:
         return existing
-    return _from_template(state, ref, name, group.api_version, "PodGroup", group.metadata, {})
+    annotations = {PODGROUP_CLAIM_ANNOTATION: ref.name}
+    return _from_template(
+        state, ref, name, group.api_version, "PodGroup", group.metadata, annotations
+    )
 
 
 def _named_claim(state: ClusterState, ns: str, name: str) -> ResourceClaim:

@@ -20,11 +20,14 @@ from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
+from draplan.autoscaler.ca import least_waste
+from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.templates import NewNode, add_new_node
 from draplan.cluster.nodepools import POOL_LABEL
 from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import Scheduler, build_profile
+from draplan.grpcplugin import Judge, ca_chooser
+from draplan.scheduler import Profile, Scheduler, build_profile
 from draplan.sim.metrics import Recorder
 from draplan.sim.stranded import StrandedMeter
 from draplan.sim.workloads import Job
@@ -54,6 +57,14 @@ class SimResult:
     occupancy: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
+def _ca_choose(policy: str, profile: Profile) -> CAChooser | None:
+    if policy == "ca+least-waste":
+        return least_waste
+    if policy == "ca+draplan-expander":
+        return ca_chooser(Judge(Scheduler(profile)))
+    return None
+
+
 class Simulation:
     """Events in (time, kind, sequence) order. The scheduler runs once after all events of an
     instant; the autoscaler loop runs on its period's grid, but only at the ticks where
@@ -68,7 +79,12 @@ class Simulation:
         gang_atomic = config.policy == "dra+gang-atomic"
         profile = build_profile()
         self.scheduler = Scheduler(profile, gangs=gang_atomic)
-        self.autoscaler = Autoscaler(profile, legacy=config.policy == "legacy", gangs=gang_atomic)
+        self.autoscaler = Autoscaler(
+            profile,
+            legacy=config.policy == "legacy",
+            gangs=gang_atomic,
+            ca_choose=_ca_choose(config.policy, profile),
+        )
         self.jobs = {j.name: j for j in jobs}
         self.job_of = {pod: j.name for j in jobs for pod in j.pods}
         self.events: list[tuple[float, int, int, Any]] = []

@@ -120,3 +120,13 @@ class Redactor:
         if isinstance(value, list):
             return [self._values(v) for v in value]
         return value
+
+
+def snapshot_document(items: list[dict[str, Any]], *, redact: bool, key: str = "") -> Any:
+    """The `kind: List` of `items` (JSON form), with node and pod names redacted if asked."""
+    for item in items:
+        scrub(item)
+    if redact:
+        redactor = Redactor.for_objects(items, key)
+        items = [redactor.redact(item) for item in items]
+    return {"apiVersion": "v1", "kind": "List", "items": items}

@@ -43,6 +43,9 @@ class Resource:
     label_selector: str = ""
     # Read when allowed: a refused list is a notice, not a failure.
     optional: bool = False
+    # Read where served: an alpha kind, or another autoscaler's, that most clusters lack is no
+    # notice when absent.
+    when_served: bool = False
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -65,6 +68,16 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     # GA in 1.37 (KEP-5055); older clusters' alpha and beta shapes are not read.
     Resource(RESOURCE_GROUP, "DeviceTaintRule", "devicetaintrules", ("v1",)),
+    # KEP-5677 (alpha, DRAResourcePoolStatus): the controller's answers, for `metrics` to
+    # compare with draplan's own pool counts.
+    Resource(
+        RESOURCE_GROUP,
+        "ResourcePoolStatusRequest",
+        "resourcepoolstatusrequests",
+        ("v1alpha3",),
+        optional=True,
+        when_served=True,
+    ),
     Resource("", "Node", "nodes", ("v1",)),
     # Finished pods hold nothing; leaving them out is most of a big cluster's pod list.
     Resource(
@@ -107,6 +120,27 @@ RESOURCES: tuple[Resource, ...] = (
         ("v1beta2", "v1beta1"),
         namespaced=True,
         optional=True,
+    ),
+    # Node groups to derive pools from when no NodePool is given (autoscaler.derived):
+    # Karpenter's NodePools and Cluster Autoscaler's clusterapi node groups.
+    Resource("karpenter.sh", "NodePool", "nodepools", ("v1",), optional=True, when_served=True),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachineDeployment",
+        "machinedeployments",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+        when_served=True,
+    ),
+    Resource(
+        "cluster.x-k8s.io",
+        "MachinePool",
+        "machinepools",
+        ("v1beta2", "v1beta1"),
+        namespaced=True,
+        optional=True,
+        when_served=True,
     ),
     # NodePools are no API kind: they live in labelled ConfigMaps (see sources.nodepools).
     Resource(
@@ -287,7 +321,7 @@ def _read_one(
         item["apiVersion"] = api_version
         item["kind"] = res.kind
         scrub(item)
-        if res.group == RESOURCE_GROUP:
+        if res.group == RESOURCE_GROUP and version in RESOURCE_VERSIONS:
             item = to_v1(item, version)
         out.append((decode(item, source=source), source))
     return out
@@ -306,7 +340,8 @@ def read_cluster(
         for res in RESOURCES:
             version = disc.pick(res)
             if version is None:
-                missing.setdefault(res.group, []).append(res.kind)
+                if not res.when_served:
+                    missing.setdefault(res.group, []).append(res.kind)
             else:
                 plan.append((res, version))
                 result.versions.setdefault(res.group, version)

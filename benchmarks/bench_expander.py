@@ -1,0 +1,177 @@
+"""The gRPC expander's answer time, printed as JSON: one BestOptions call over a local gRPC
+channel with 50 options × 200 pods (every option offers every pod, as protobuf v1.Pod bytes),
+against 50 node groups of varied shapes (1/2/4/8 GPUs, two per PCIe root or all on one, varied
+cpu and price). Cluster Autoscaler's default gRPC expander timeout leaves a second: target <= 1 s.
+
+Usage: python benchmarks/bench_expander.py [--options N] [--pods N] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import resource
+import sys
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from draplan.api.codec import decode
+from draplan.autoscaler.templates import make_node
+from draplan.cluster.state import ClusterState
+from draplan.grpcplugin.encode import node_message, pod_message
+from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
+from draplan.grpcplugin.server import add_expander
+
+DRIVER = "gpu.example.com"
+ROOT = "resource.kubernetes.io/pcieRoot"
+
+
+def _pool(rng: random.Random, i: int) -> dict[str, Any]:
+    gpus = rng.choice((1, 2, 4, 8))
+    one_root = rng.random() < 0.5
+    devices = [
+        {
+            "name": f"gpu-{d}",
+            "attributes": {ROOT: {"string": "pcie-0" if one_root else f"pcie-{d // 2}"}},
+            "capacity": {"memory": {"value": "80Gi"}},
+        }
+        for d in range(gpus)
+    ]
+    cpu = rng.choice((16, 32, 64, 96))
+    return {
+        "apiVersion": "draplan.io/v1alpha1",
+        "kind": "NodePool",
+        "metadata": {"name": f"group-{i:02d}"},
+        "spec": {
+            "maxNodes": 1000,
+            "pricePerHour": f"{gpus * rng.uniform(2.0, 4.0) + cpu * 0.02:.2f}",
+            "template": {
+                "metadata": {"labels": {"node.kubernetes.io/instance-type": f"t{i}"}},
+                "status": {"allocatable": {"cpu": str(cpu), "memory": "1Ti", "pods": "110"}},
+            },
+            "resourceSlices": [
+                {
+                    "driver": DRIVER,
+                    "nodeName": "$NODE_NAME",
+                    "pool": {"name": "$NODE_NAME", "generation": 1},
+                    "devices": devices,
+                }
+            ],
+        },
+    }
+
+
+def _claim_template(name: str, count: int, same_root: bool) -> dict[str, Any]:
+    devices: dict[str, Any] = {
+        "requests": [{"name": "gpus", "exactly": {"deviceClassName": DRIVER, "count": count}}]
+    }
+    if same_root:
+        devices["constraints"] = [{"requests": ["gpus"], "matchAttribute": ROOT}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"spec": {"devices": devices}},
+    }
+
+
+SHAPES = (("one", 1, False, 4), ("two", 2, False, 8), ("four-root", 4, True, 16))
+
+
+def objects(groups: int, pods: int, seed: int = 3) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    objs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": DRIVER},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+        }
+    ]
+    objs += [_pool(rng, i) for i in range(groups)]
+    objs += [_claim_template(name, n, root) for name, n, root, _ in SHAPES]
+    for i in range(pods):
+        name, _, _, cpu = SHAPES[i % len(SHAPES)]
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p-{i:03d}", "namespace": "default", "uid": f"u-{i}"},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "resources": {
+                                "requests": {"cpu": str(cpu)},
+                                "claims": [{"name": "gpus"}],
+                            },
+                        }
+                    ],
+                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": name}],
+                },
+            }
+        )
+    return objs
+
+
+def bench(options: int = 50, pods: int = 200, repeat: int = 3) -> dict[str, Any]:
+    state = ClusterState.from_objects(decode(o) for o in objects(options, pods))
+    pending = [p for _, p in sorted(state.pods.items())]
+    pod_bytes = [pod_message(p).SerializeToString() for p in pending]
+    gpus = sum(int(n) for _, n, _, _ in SHAPES) * pods / len(SHAPES)
+    req = expander_pb2.BestOptionsRequest()
+    for name, pool in sorted(state.node_pools.items()):
+        per_node = len(pool.spec.resource_slices[0].devices)
+        # CA's count-based estimate: enough GPUs in total.
+        req.options.add(nodeGroupId=name, nodeCount=math.ceil(gpus / per_node), podBytes=pod_bytes)
+        req.nodeBytesMap[name] = node_message(
+            make_node(state, pool, f"template-{name}", {}).node
+        ).SerializeToString()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = add_expander(server, "localhost:0", None, None, lambda: state, insecure=True)
+    server.start()
+    times, cpu = [], []
+    with grpc.insecure_channel(f"localhost:{port}") as channel:
+        stub = expander_pb2_grpc.ExpanderStub(channel)
+        for _ in range(repeat):
+            start, cpu_start = time.perf_counter(), time.process_time()
+            answer = stub.BestOptions(req, timeout=30)
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu_start)
+    server.stop(None)
+    return {
+        "options": options,
+        "podsPerOption": pods,
+        "requestMiB": round(req.ByteSize() / 2**20, 2),
+        "secondsFirst": round(times[0], 3),
+        "secondsBest": round(min(times), 3),
+        # CPU time of client and server (one process): wall time is noisy on a shared machine.
+        "cpuSecondsFirst": round(cpu[0], 3),
+        "cpuSecondsBest": round(min(cpu), 3),
+        "loadAverage": round(os.getloadavg()[0], 2),
+        "targetSeconds": 1.0,
+        "withinTarget": times[0] <= 1.0,
+        "kept": len(answer.options),
+        "best": answer.options[0].nodeGroupId if answer.options else None,
+        "peakRSSMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--options", type=int, default=50)
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(json.dumps({"bestOptions": bench(args.options, args.pods, args.repeat)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The result documents `why`, `metrics` and `scale` print with `-o json` and `draplan serve`
+answers over HTTP: built once here, so the two never differ."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from draplan.audit.metrics import metrics
+from draplan.audit.poolstatus import pool_status_report
+from draplan.audit.why import CATEGORIES, Diagnosis
+from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.notriggered import not_triggered
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler import gated_pods
+
+
+def why_document(
+    diagnoses: Sequence[Diagnosis], shown: Callable[[ObjectKey], bool] | None = None
+) -> dict[str, Any]:
+    """The pods shown (all by default), each with its category, and the count per category."""
+    kept = [d for d in diagnoses if shown is None or shown(d.pod)]
+    summary = Counter(d.category for d in kept)
+    return {
+        "pods": [d.to_dict() for d in kept],
+        "summary": {c: summary[c] for c in CATEGORIES if summary[c]},
+    }
+
+
+def metrics_document(state: ClusterState) -> dict[str, Any]:
+    """The metrics, and each resource pool in ResourcePoolStatusRequest's terms."""
+    return {**metrics(state).to_dict(), **pool_status_report(state)}
+
+
+def plan_document(
+    state: ClusterState, autoscaler: Autoscaler, *, moves: bool = True, reasons: bool = True
+) -> tuple[Plan, dict[str, Any]]:
+    """The plan for the pending pods now, and its document with the scheduling-gated pods
+    (which no scale-up is for) and, with `reasons`, what each pool's empty node says to the
+    pods still pending (CA's NotTriggerScaleUp). `state` is left as it was."""
+    gated = gated_pods(state)
+    with state.forked():  # the plan places pods on the state it is given
+        plan = autoscaler.plan(state, moves=moves)
+        doc = plan.to_dict()
+    doc["gated"] = [
+        {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
+        for p in gated
+    ]
+    if reasons and plan.pending:
+        added: dict[str, int] = {}
+        for o in plan.scale_up:
+            added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
+        blocked = not_triggered(
+            state,
+            autoscaler.scheduler,
+            list(state.node_pools.values()),
+            [state.pods[k] for k, _, _ in plan.pending if k in state.pods],
+            added,
+        )
+        doc["notTriggerScaleUp"] = [
+            {"pod": "/".join(b.pod), "message": b.message, "nodeGroups": b.groups} for b in blocked
+        ]
+    return plan, doc

@@ -1,0 +1,330 @@
+"""Pools from what a cluster already has, for clusters without hand-written NodePools.
+
+Precedence (a node belongs to the first source that claims it; a name is taken once):
+1. Cluster Autoscaler's clusterapi node groups: MachineDeployments and MachinePools with the
+   `cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size` annotation (CA scales only
+   those); min and max from the size annotations. With nodes, a `fromNode` copy of one; with
+   none, a template from the `capacity.cluster-autoscaler.kubernetes.io/*` scale-from-zero
+   annotations (cpu and memory required, as CA requires them), and for `dra-driver` the one
+   ResourceSlice CA's provider makes: `gpu-count` devices `gpu-<i>` with `type: gpu`, in a
+   pool named after the node (`InstanceResourceSlices`).
+2. Karpenter `karpenter.sh/v1` NodePools: a copy of one of their nodes; a NodePool without
+   nodes copies the capacity and devices of a node of an instance type its requirements name,
+   with the NodePool's labels, single-valued requirements and taints. maxNodes from
+   `spec.limits` against the nodes' capacity (as Karpenter sums it); priority from `weight`.
+3. Nodes' node-group labels (`karpenter.sh/nodepool`, `eks.amazonaws.com/nodegroup`,
+   `cloud.google.com/gke-nodepool`): one pool per value, a copy of one node, at most
+   `default_max_nodes` nodes (no limit is written anywhere a dump shows).
+The node copied is the first member by name, so the same dump gives the same pools. Prices:
+the price table by pool name, else by the node's instance type, else the node's
+`draplan.io/price-per-hour` label, else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import msgspec
+
+from draplan.api import clusterapi
+from draplan.api.clusterapi import ScalableResource
+from draplan.api.codec import convert, to_builtins
+from draplan.api.core_v1 import Node, NodeSpec, NodeStatus
+from draplan.api.draplan_v1alpha1 import (
+    NODE_NAME_PLACEHOLDER,
+    PRICE_LABEL,
+    NodePool,
+    NodePoolSpec,
+    NodeTemplate,
+    NodeTemplateMeta,
+)
+from draplan.api.karpenter import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL, KarpenterNodePool
+from draplan.api.meta import ObjectMeta
+from draplan.api.quantity import Quantity
+from draplan.api.resource_v1 import ResourceSliceSpec
+from draplan.autoscaler.templates import node_copy
+from draplan.cluster.nodepools import NODE_GROUP_LABELS
+from draplan.cluster.state import ClusterState
+
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its source
+DEFAULT_MAX_NODES = 100
+
+
+@dataclass
+class Derived:
+    """The derived pools (by name) and what was left out, and why."""
+
+    pools: dict[str, NodePool] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _price(prices: Mapping[str, str], name: str, node: Node | None, labels: dict[str, str]) -> str:
+    instance = labels.get(INSTANCE_TYPE, "")
+    for key in (name, instance):
+        if key and key in prices:
+            return prices[key]
+    if node is not None and node.metadata.labels.get(PRICE_LABEL):
+        return node.metadata.labels[PRICE_LABEL]
+    return "0"
+
+
+def _pool(name: str, source: str, spec: NodePoolSpec) -> NodePool:
+    return NodePool(metadata=ObjectMeta(name=name, annotations={DERIVED_FROM: source}), spec=spec)
+
+
+def _capi_members(state: ClusterState, res: ScalableResource) -> list[Node]:
+    name = res.metadata.name
+    ids = set(res.spec.provider_id_list)
+    out = []
+    for _, node in sorted(state.nodes.items()):
+        owner = node.metadata.annotations.get(clusterapi.OWNER_NAME, "")
+        if (
+            (node.spec.provider_id and node.spec.provider_id in ids)
+            or owner == name
+            or (isinstance(res, clusterapi.MachineDeployment) and owner.rpartition("-")[0] == name)
+        ):
+            out.append(node)
+    return out
+
+
+def _from_zero(res: ScalableResource) -> tuple[NodeTemplate, tuple[ResourceSliceSpec, ...]]:
+    """The node CA's clusterapi provider builds for an empty group (`TemplateNodeInfo`)."""
+    notes = res.metadata.annotations
+    capacity = {
+        "cpu": Quantity.parse(notes[clusterapi.CPU]),
+        "memory": Quantity.parse(notes[clusterapi.MEMORY]),
+        "pods": Quantity.from_int(
+            int(notes.get(clusterapi.MAX_PODS) or clusterapi.DEFAULT_MAX_PODS)
+        ),
+    }
+    if notes.get(clusterapi.EPHEMERAL_DISK):
+        capacity["ephemeral-storage"] = Quantity.parse(notes[clusterapi.EPHEMERAL_DISK])
+    gpus = int(notes.get(clusterapi.GPU_COUNT) or 0)
+    if gpus and notes.get(clusterapi.GPU_TYPE):
+        capacity[notes[clusterapi.GPU_TYPE]] = Quantity.from_int(gpus)
+    labels = {
+        "kubernetes.io/arch": "amd64",  # CA's default scale-from-zero architecture
+        "kubernetes.io/os": "linux",
+        **res.spec.template.metadata.labels,
+        **clusterapi.parse_labels(notes.get(clusterapi.LABELS, "")),
+    }
+    template = NodeTemplate(
+        metadata=NodeTemplateMeta(labels=labels),
+        spec=NodeSpec(taints=clusterapi.scalable_taints(res)),
+        status=NodeStatus(capacity=capacity, allocatable=capacity),
+    )
+    driver = notes.get(clusterapi.DRA_DRIVER, "")
+    if not driver or not gpus:
+        return template, ()
+    slice_spec = convert(
+        {
+            "driver": driver,
+            "nodeName": NODE_NAME_PLACEHOLDER,
+            "pool": {"name": NODE_NAME_PLACEHOLDER, "resourceSliceCount": 1},
+            "devices": [
+                {"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}}} for i in range(gpus)
+            ],
+        },
+        ResourceSliceSpec,
+    )
+    return template, (slice_spec,)
+
+
+def _from_capi(
+    state: ClusterState, prices: Mapping[str, str], out: Derived, claimed: set[str]
+) -> None:
+    resources = sorted(
+        (
+            o
+            for o in state.others
+            if isinstance(o, clusterapi.MachineDeployment | clusterapi.MachinePool)
+        ),
+        key=lambda r: (r.metadata.namespace, r.metadata.name, r.kind),
+    )
+    for res in resources:
+        notes = res.metadata.annotations
+        name = res.metadata.name
+        where = f"{res.kind} {res.metadata.namespace}/{name}".replace(" /", " ")
+        high = int(notes.get(clusterapi.MAX_SIZE) or 0)
+        low = int(notes.get(clusterapi.MIN_SIZE) or 0)
+        if high == 0 or name in out.pools:
+            continue  # CA skips a group whose max is 0; a name is taken once
+        members = [n for n in _capi_members(state, res) if n.metadata.name not in claimed]
+        if members:
+            rep = members[0]
+            spec = NodePoolSpec(
+                min_nodes=low,
+                max_nodes=high,
+                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                from_node=rep.metadata.name,
+            )
+        elif notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY):
+            template, slices = _from_zero(res)
+            spec = NodePoolSpec(
+                min_nodes=low,
+                max_nodes=high,
+                price_per_hour=_price(prices, name, None, template.metadata.labels),
+                template=template,
+                resource_slices=slices,
+            )
+        else:
+            out.skipped.append(f"{where}: no node and no cpu/memory capacity annotations")
+            continue
+        out.pools[name] = _pool(name, where, spec)
+        claimed.update(n.metadata.name for n in members)
+
+
+def _room(limits: Mapping[str, Quantity], like: Node, members: list[Node]) -> int | None:
+    """How many more nodes like `like` fit under Karpenter's limits, which cap the summed
+    capacity of the pool's nodes (`members`); None when no limit applies to such a node."""
+    per_node = like.status.capacity or like.status.allocatable
+    room: int | None = None
+    for resource, limit in sorted(limits.items()):
+        each = per_node.get(resource)
+        if each is None or each.sign() <= 0:
+            continue  # a node without this resource does not count toward it
+        used = sum(
+            (
+                (n.status.capacity or n.status.allocatable).get(resource, Quantity(0)).as_fraction()
+                for n in members
+            ),
+            Fraction(0),
+        )
+        fits = max(0, int((limit.as_fraction() - used) // each.as_fraction()))
+        room = fits if room is None else min(room, fits)
+    return room
+
+
+def _donor(state: ClusterState, kp: KarpenterNodePool) -> Node | None:
+    """For a NodePool without nodes, the first node (by name) of an instance type its
+    requirements name (`node.kubernetes.io/instance-type In`); None if they name none."""
+    allowed: set[str] = set()
+    for req in kp.spec.template.spec.requirements:
+        if req.key == INSTANCE_TYPE and req.operator == "In":
+            allowed = set(req.values) if not allowed else allowed & set(req.values)
+    for req in kp.spec.template.spec.requirements:
+        if req.key == INSTANCE_TYPE and req.operator == "NotIn":
+            allowed -= set(req.values)
+    return next(
+        (
+            n
+            for _, n in sorted(state.nodes.items())
+            if n.metadata.labels.get(INSTANCE_TYPE) in allowed
+        ),
+        None,
+    )
+
+
+def _karpenter_template(
+    state: ClusterState, kp: KarpenterNodePool, donor: Node
+) -> tuple[NodeTemplate, tuple[ResourceSliceSpec, ...]]:
+    """A node Karpenter would launch for `kp`: the donor's capacity and devices with the
+    NodePool's labels, single-valued requirements and taints (not the donor's)."""
+    node, slices = node_copy(state, donor)
+    template = kp.spec.template
+    labels = {
+        k: v
+        for k, v in node["metadata"]["labels"].items()
+        if k not in NODE_GROUP_LABELS and k != CAPACITY_TYPE_LABEL
+    }
+    for req in template.spec.requirements:
+        if req.operator == "In" and len(req.values) == 1:
+            labels[req.key] = req.values[0]
+    labels.update(template.metadata.labels)
+    labels[NODEPOOL_LABEL] = kp.metadata.name
+    # A new node is neither the donor's instance nor cordoned as the donor may be.
+    spec = {
+        k: v for k, v in node["spec"].items() if k not in ("providerID", "taints", "unschedulable")
+    }
+    spec["taints"] = [to_builtins(t) for t in template.spec.taints]
+    doc = {"metadata": {"labels": labels}, "spec": spec, "status": node["status"]}
+    return convert(doc, NodeTemplate), tuple(convert(d, ResourceSliceSpec) for d in slices)
+
+
+def _from_karpenter(
+    state: ClusterState,
+    prices: Mapping[str, str],
+    out: Derived,
+    claimed: set[str],
+    default_max: int,
+) -> None:
+    pools = sorted(
+        (o for o in state.others if isinstance(o, KarpenterNodePool)), key=lambda p: p.metadata.name
+    )
+    for kp in pools:
+        name = kp.metadata.name
+        if name in out.pools:
+            continue
+        members = [
+            n
+            for _, n in sorted(state.nodes.items())
+            if n.metadata.labels.get(NODEPOOL_LABEL) == name and n.metadata.name not in claimed
+        ]
+        rep = members[0] if members else _donor(state, kp)
+        if rep is None:
+            out.skipped.append(
+                f"Karpenter NodePool {name}: no node of it, nor of an instance type it names"
+            )
+            continue
+        room = _room(kp.spec.limits, rep, members)
+        spec = NodePoolSpec(
+            max_nodes=default_max if room is None else len(members) + room,
+            price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+            priority=kp.spec.weight or 0,
+        )
+        if members:
+            spec = msgspec.structs.replace(spec, from_node=rep.metadata.name)
+        else:
+            template, slices = _karpenter_template(state, kp, rep)
+            spec = msgspec.structs.replace(spec, template=template, resource_slices=slices)
+        out.pools[name] = _pool(name, f"Karpenter NodePool {name}", spec)
+        claimed.update(n.metadata.name for n in members)
+
+
+def _from_labels(
+    state: ClusterState,
+    prices: Mapping[str, str],
+    out: Derived,
+    claimed: set[str],
+    default_max: int,
+) -> None:
+    groups: dict[str, tuple[str, list[Node]]] = {}
+    for _, node in sorted(state.nodes.items()):
+        if node.metadata.name in claimed:
+            continue
+        key = next((k for k in NODE_GROUP_LABELS if node.metadata.labels.get(k)), None)
+        if key is not None:
+            value = node.metadata.labels[key]
+            groups.setdefault(value, (key, []))[1].append(node)
+    for name, (key, members) in sorted(groups.items()):
+        if name in out.pools:
+            out.skipped.append(f"label {key}={name}: the name is taken by a pool derived before")
+            continue
+        rep = members[0]
+        out.pools[name] = _pool(
+            name,
+            f"label {key}",
+            NodePoolSpec(
+                max_nodes=max(default_max, len(members)),
+                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                from_node=rep.metadata.name,
+            ),
+        )
+
+
+def derive_pools(
+    state: ClusterState,
+    prices: Mapping[str, str] | None = None,
+    default_max_nodes: int = DEFAULT_MAX_NODES,
+) -> Derived:
+    """Pools for `state`'s node groups, by the precedence above."""
+    out = Derived()
+    claimed: set[str] = set()
+    table = prices or {}
+    _from_capi(state, table, out, claimed)
+    _from_karpenter(state, table, out, claimed, default_max_nodes)
+    _from_labels(state, table, out, claimed, default_max_nodes)
+    return out

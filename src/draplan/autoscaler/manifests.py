@@ -1,0 +1,279 @@
+"""A plan written as what the autoscaler that carries it out consumes (`scale -o yaml`).
+
+- `ca`: per new node set a ProvisioningRequest (`autoscaling.x-k8s.io/v1`) with its
+  PodTemplates, as Cluster Autoscaler's ProvisioningRequest controller reads them: class
+  `best-effort-atomic-scale-up.autoscaling.x-k8s.io` (the nodes all or none; one request per
+  gang, one for the other pods of each pool), or `check-capacity.autoscaling.x-k8s.io` to ask
+  first whether the cluster has room; podSets of at most 32 distinct templates, each with its
+  count; templates pinned to the pool by its node-group label, so CA's choice is the plan's.
+- `karpenter`: one `karpenter.sh/v1` NodeClaim per new node: the pool's NodeClass, the
+  copied node's instance and capacity type as requirements, the pods' requests.
+- `draplan`: the NodePools with `draplan.io/target-size-increase` (and ProvisioningRequests
+  from the input with their new status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from draplan.api.autoscaling import (
+    BEST_EFFORT_ATOMIC,
+    CHECK_CAPACITY,
+    PodSet,
+    PodTemplateRef,
+    ProvisioningRequest,
+    ProvisioningRequestSpec,
+)
+from draplan.api.codec import encode
+from draplan.api.core_v1 import Pod, PodSpec, PodTemplate, PodTemplateSpec
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.errors import BadInput
+from draplan.api.karpenter import (
+    CAPACITY_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    KarpenterNodePool,
+    NodeClaim,
+    NodeClaimResources,
+    NodeClaimSpec,
+    Requirement,
+)
+from draplan.api.meta import ObjectMeta
+from draplan.api.quantity import Quantity
+from draplan.autoscaler.derived import INSTANCE_TYPE
+from draplan.autoscaler.options import Option
+from draplan.autoscaler.plan import Plan
+from draplan.autoscaler.provreq import CONSUME_ANNOTATION, with_status
+from draplan.cluster.nodepools import NODE_GROUP_LABELS
+from draplan.cluster.podresources import pod_requests
+from draplan.cluster.state import ClusterState, ObjectKey
+from draplan.scheduler.gangs import find_gangs
+
+TARGETS = ("ca", "karpenter", "draplan")
+TARGET_SIZE = "draplan.io/target-size-increase"
+# Moves that would spare some of the pool's new nodes: the user's other choice.
+MOVES_INSTEAD = "draplan.io/moves-instead"
+# The pending pods a request is for: each consumes it once annotated with
+# autoscaling.x-k8s.io/consume-provisioning-request=<request name>.
+PODS_ANNOTATION = "draplan.io/pods"
+MAX_POD_SETS = 32  # the CRD's maxItems
+
+
+def _planned(plan: Plan, state: ClusterState) -> Iterable[tuple[Option, list[ObjectKey]]]:
+    """Each scale-up option with the pending pods it is for (not the pods of requests that
+    exist already: CA provisions those by itself)."""
+    for option in plan.scale_up:
+        keys = [
+            k
+            for k in option.pods
+            if k in state.pods and CONSUME_ANNOTATION not in state.pods[k].metadata.annotations
+        ]
+        if keys:
+            yield option, keys
+
+
+def pool_pin(state: ClusterState, pool: NodePool) -> dict[str, str]:
+    """The node-group label new nodes of `pool` carry, as a node selector; {} if none."""
+    if pool.spec.from_node and pool.spec.from_node in state.nodes:
+        labels = state.nodes[pool.spec.from_node].metadata.labels
+    elif pool.spec.template is not None:
+        labels = pool.spec.template.metadata.labels
+    else:
+        return {}
+    key = next((k for k in NODE_GROUP_LABELS if labels.get(k)), None)
+    return {key: labels[key]} if key else {}
+
+
+def _template_spec(pod: Pod, pin: dict[str, str]) -> PodSpec:
+    return msgspec.structs.replace(
+        pod.spec, node_name="", node_selector={**pod.spec.node_selector, **pin}
+    )
+
+
+def _request(
+    state: ClusterState, ns: str, name: str, keys: list[ObjectKey], cls: str, pin: dict[str, str]
+) -> list[dict[str, Any]]:
+    """PodTemplates and the ProvisioningRequests (32 pod sets each) for the pods `keys`."""
+    specs: list[tuple[PodSpec, int]] = []
+    for key in keys:
+        spec = _template_spec(state.pods[key], pin)
+        for i, (known, n) in enumerate(specs):
+            if known == spec:
+                specs[i] = (known, n + 1)
+                break
+        else:
+            specs.append((spec, 1))
+    out: list[dict[str, Any]] = []
+    chunks = [specs[i : i + MAX_POD_SETS] for i in range(0, len(specs), MAX_POD_SETS)]
+    for c, chunk in enumerate(chunks):
+        base = name if len(chunks) == 1 else f"{name}-{c}"
+        sets = []
+        for i, (spec, count) in enumerate(chunk):
+            template = f"{base}-{i}"
+            out.append(
+                encode(
+                    PodTemplate(
+                        metadata=ObjectMeta(name=template, namespace=ns),
+                        template=PodTemplateSpec(spec=spec),
+                    )
+                )
+            )
+            sets.append(PodSet(pod_template_ref=PodTemplateRef(name=template), count=count))
+        out.append(
+            encode(
+                ProvisioningRequest(
+                    metadata=ObjectMeta(
+                        name=base,
+                        namespace=ns,
+                        annotations={PODS_ANNOTATION: ",".join(f"{k[0]}/{k[1]}" for k in keys)},
+                    ),
+                    spec=ProvisioningRequestSpec(pod_sets=tuple(sets), provisioning_class_name=cls),
+                )
+            )
+        )
+    return out
+
+
+def _dns_name(*parts: str) -> str:
+    text = "-".join(p for p in parts if p).lower()
+    cleaned = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in text).strip("-.")
+    return cleaned[:253] or "draplan"
+
+
+def ca_manifests(
+    plan: Plan, state: ClusterState, check_first: bool = False
+) -> list[dict[str, Any]]:
+    """ProvisioningRequests and PodTemplates for every node set the plan adds."""
+    cls = CHECK_CAPACITY if check_first else BEST_EFFORT_ATOMIC
+    gangs = find_gangs(state)
+    out: list[dict[str, Any]] = []
+    taken: set[tuple[str, str]] = set()
+
+    def unique(ns: str, name: str) -> str:
+        k, candidate = 1, name
+        while (ns, candidate) in taken:
+            candidate, k = f"{name}-{k}", k + 1
+        taken.add((ns, candidate))
+        return candidate
+
+    for option, keys in _planned(plan, state):
+        pin = pool_pin(state, option.pool)
+        groups: dict[tuple[str, ...], list[ObjectKey]] = {}
+        for key in keys:
+            gang = gangs.get(key)
+            # A gang's pods are one request; the others of the pool, one per namespace.
+            group = ("gang", *gang.key) if gang is not None else ("pool", key[0])
+            groups.setdefault(group, []).append(key)
+        for group, members in sorted(groups.items()):
+            ns = members[0][0]
+            if group[0] == "gang":
+                base = _dns_name(*group[3:]) if group[3:] else _dns_name(members[0][1])
+            else:
+                base = _dns_name("draplan", option.pool.metadata.name)
+            out.extend(_request(state, ns, unique(ns, base), members, cls, pin))
+    return out
+
+
+def _karpenter_pool(state: ClusterState, pool: NodePool) -> KarpenterNodePool:
+    for obj in state.others:
+        if isinstance(obj, KarpenterNodePool) and obj.metadata.name == pool.metadata.name:
+            return obj
+    raise BadInput(
+        "--target karpenter needs the karpenter.sh/v1 NodePool of every pool the plan grows "
+        "(its nodeClassRef); none is in the input",
+        kind="NodePool",
+        name=pool.metadata.name,
+    )
+
+
+def karpenter_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
+    """One NodeClaim per new node, owned by the pool's Karpenter NodePool."""
+    out: list[dict[str, Any]] = []
+    for option, _ in _planned(plan, state):
+        kp = _karpenter_pool(state, option.pool)
+        template = kp.spec.template
+        for new in option.nodes:
+            name = new.node.metadata.name
+            labels = new.node.metadata.labels
+            requirements = [
+                Requirement(key=NODEPOOL_LABEL, operator="In", values=(kp.metadata.name,))
+            ]
+            for key in (INSTANCE_TYPE, CAPACITY_TYPE_LABEL):
+                if labels.get(key):
+                    requirements.append(Requirement(key=key, operator="In", values=(labels[key],)))
+            requests: dict[str, int] = {}
+            for pod in state.pods.values():
+                if pod.spec.node_name == name:
+                    for resource, milli in pod_requests(pod).items():
+                        requests[resource] = requests.get(resource, 0) + milli
+            claim = NodeClaim(
+                metadata=ObjectMeta(
+                    name=name,
+                    labels={**template.metadata.labels, NODEPOOL_LABEL: kp.metadata.name},
+                    annotations=dict(template.metadata.annotations),
+                ),
+                spec=NodeClaimSpec(
+                    requirements=tuple(requirements),
+                    resources=NodeClaimResources(
+                        requests={r: Quantity.from_milli(m) for r, m in sorted(requests.items())}
+                    ),
+                    taints=template.spec.taints,
+                    startup_taints=template.spec.startup_taints,
+                    node_class_ref=template.spec.node_class_ref or _no_class(kp),
+                    expire_after=template.spec.expire_after,
+                    termination_grace_period=template.spec.termination_grace_period,
+                ),
+            )
+            out.append(encode(claim))
+    return out
+
+
+def _no_class(kp: KarpenterNodePool) -> Any:
+    raise BadInput(
+        "has no spec.template.spec.nodeClassRef for its NodeClaims",
+        kind="NodePool",
+        name=kp.metadata.name,
+        path="spec.template.spec.nodeClassRef",
+    )
+
+
+def draplan_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
+    """ProvisioningRequests of the input with their new status, one best-effort-atomic request
+    per scaled gang (with its PodTemplates), and each pool's target size."""
+    out: list[dict[str, Any]] = []
+    for pr, conds in plan.provisioning:
+        out.append(encode(with_status(pr, conds)))
+    gangs = find_gangs(state)
+    seen: set[tuple[str, ...]] = set()
+    scaled = {k for o in plan.scale_up for k in o.pods}
+    for key, gang in sorted(gangs.items()):
+        if key not in scaled or gang.key in seen:
+            continue
+        seen.add(gang.key)
+        base = "-".join(gang.key[2:]).strip("-") or key[1]
+        members = [m for m in gang.members if m in state.pods]
+        out.extend(_request(state, key[0], base, members, BEST_EFFORT_ATOMIC, {}))
+    added: dict[str, int] = {}
+    for o in plan.scale_up:
+        added[o.pool.metadata.name] = added.get(o.pool.metadata.name, 0) + len(o.nodes)
+    for name, n in sorted(added.items()):
+        doc = encode(state.node_pools[name])
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[TARGET_SIZE] = str(n)
+        instead = [m.text() for m in plan.moves if m.pool == name]
+        if instead:
+            annotations[MOVES_INSTEAD] = "; ".join(instead)
+        out.append(doc)
+    return out
+
+
+def manifests(
+    plan: Plan, state: ClusterState, target: str = "ca", check_first: bool = False
+) -> list[dict[str, Any]]:
+    if target == "karpenter":
+        return karpenter_manifests(plan, state)
+    if target == "draplan":
+        return draplan_manifests(plan, state)
+    return ca_manifests(plan, state, check_first)

@@ -1,0 +1,67 @@
+"""`draplan expander`: Cluster Autoscaler's gRPC expander over a cluster snapshot."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from types import FrameType
+
+import click
+
+from draplan.cli.cmd_schedule import profile_from
+from draplan.cli.common import filename_option, load_state
+from draplan.grpcplugin import Judge
+from draplan.scheduler import Scheduler
+
+
+@click.command("expander")
+@filename_option()
+@click.option(
+    "--listen", required=True, metavar="ADDR", help="host:port to serve on, e.g. 0.0.0.0:7000."
+)
+@click.option(
+    "--tls-cert", metavar="FILE", help="PEM certificate CA's --grpc-expander-cert trusts."
+)
+@click.option("--tls-key", metavar="FILE", help="PEM private key of --tls-cert.")
+@click.option("--insecure", is_flag=True, help="Serve without TLS (tests and local use only).")
+@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+def expander(
+    filenames: tuple[str, ...],
+    listen: str,
+    tls_cert: str | None,
+    tls_key: str | None,
+    insecure: bool,
+    profile_path: str | None,
+) -> None:
+    """Answer Cluster Autoscaler's BestOptions calls (--expander=grpc): keep the scale-up
+    options whose new nodes really host their pods' claims, best first. The cluster is read
+    once (-f or --kubeconfig); `draplan serve` keeps it current instead."""
+    if not insecure and not (tls_cert and tls_key):
+        raise click.UsageError("--tls-cert and --tls-key are required unless --insecure")
+    from draplan.grpcplugin.server import TLSRequired, start_expander_server
+
+    state = load_state(filenames)
+    judge = Judge(Scheduler(profile_from(profile_path)))
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        server = start_expander_server(
+            listen, tls_cert, tls_key, lambda: state, insecure=insecure, judge=judge
+        )
+    except (TLSRequired, OSError, RuntimeError) as err:
+        raise click.UsageError(str(err)) from None
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        server.stop(grace=1.0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    click.echo(
+        f"draplan expander listening on {listen} ({'insecure' if insecure else 'TLS'})",
+        err=True,
+    )
+    sys.stdout.flush()
+    server.wait_for_termination()
+
+
+COMMANDS = [expander]

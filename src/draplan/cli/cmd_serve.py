@@ -1,0 +1,137 @@
+"""`draplan serve`: keep answering `why`, `metrics` and `scale` for a cluster, over HTTP and as
+Prometheus metrics, until SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import click
+
+from draplan.api.errors import BadInput
+from draplan.cli.cmd_schedule import profile_from
+from draplan.cli.common import filename_option, input_settings, load_state
+
+if TYPE_CHECKING:
+    from draplan.serve.model import ClusterModel
+
+log = logging.getLogger("draplan.serve")
+
+DRAIN_SECONDS = 4.0  # requests in flight get this long after SIGTERM; the pod's grace is 30 s
+
+
+def build_model(filenames: tuple[str, ...]) -> ClusterModel:
+    """What `serve` answers from: the files given, as a snapshot that never changes."""
+    from draplan.serve.static import StaticClusterModel
+
+    if filenames and not input_settings().live_requested:
+        return StaticClusterModel(load_state(filenames))
+    raise BadInput("serving a live cluster needs the watch-fed model; give -f FILE", path="serve")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="--listen")
+    return host.strip("[]"), int(port)
+
+
+@click.command("serve")
+@filename_option()
+@click.option(
+    "--listen", default="0.0.0.0:8080", show_default=True, help="HOST:PORT to serve HTTP on."
+)
+@click.option(
+    "--audit-interval",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Audit again at most this often (only when the cluster changed).",
+)
+@click.option(
+    "--events",
+    is_flag=True,
+    help="Post an Event on a pending pod when its why-category changes (needs RBAC create "
+    "on events; nothing else is ever written).",
+)
+@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@click.option(
+    "--allow-unredacted-snapshot",
+    is_flag=True,
+    help="Let /v1/snapshot?redact=false return real node and pod names.",
+)
+@click.option(
+    "--redact-key",
+    envvar="DRAPLAN_REDACT_KEY",
+    default="",
+    metavar="TEXT",
+    help="Key of /v1/snapshot's pseudonyms. [env: DRAPLAN_REDACT_KEY]",
+)
+def serve(
+    filenames: tuple[str, ...],
+    listen: str,
+    audit_interval: float,
+    events: bool,
+    profile_path: str | None,
+    allow_unredacted_snapshot: bool,
+    redact_key: str,
+) -> None:
+    """Serve /metrics (Prometheus), /v1/why, /v1/metrics, /v1/plan, /v1/snapshot, /healthz
+    and /readyz from a cluster model kept current, until SIGTERM."""
+    # The HTTP and Prometheus libraries load only here: other commands do not pay for them.
+    from prometheus_client import CollectorRegistry
+
+    from draplan.serve.answers import Auditor
+    from draplan.serve.api import Api
+    from draplan.serve.events import EventRecorder, api_poster
+    from draplan.serve.exposition import Exposition
+    from draplan.serve.http import Server
+    from draplan.serve.loop import AuditLoop, Listener
+    from draplan.sources.kubeclient import resolve_config
+
+    address = parse_listen(listen)
+    profile = profile_from(profile_path)
+    settings = input_settings()
+    poster = api_poster(resolve_config(settings.kubeconfig, settings.context)) if events else None
+    model = build_model(filenames)
+    registry = CollectorRegistry()
+    recorder = EventRecorder(poster) if poster else None
+    listeners: tuple[Listener, ...] = (recorder,) if recorder else ()
+    loop = AuditLoop(model, Auditor(profile), audit_interval, registry, listeners)
+    api = Api(loop, model, Exposition(loop, model, registry), allow_unredacted_snapshot, redact_key)
+    try:
+        server = Server(address, api)
+    except OSError as err:
+        raise BadInput(f"cannot listen: {err.strerror}", path=f"--listen {listen}") from None
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    model.start()
+    if recorder:
+        recorder.start()
+    loop.start()
+    threading.Thread(target=server.serve_forever, name="draplan-http", daemon=True).start()
+    host, port = server.server_address[:2]
+    log.info("serving on http://%s:%d", host, port)
+    sys.stderr.flush()
+    stop.wait()
+    log.info("stopping: draining requests in flight")
+    drained = server.drain(DRAIN_SECONDS)
+    model.stop()
+    loop.stop(timeout=0)  # an audit in progress is abandoned: its answers would go nowhere
+    if recorder:
+        recorder.stop(timeout=0.5)
+    log.info("stopped%s", "" if drained else " (some requests were cut off)")
+
+
+COMMANDS = [serve]

@@ -1,0 +1,192 @@
+"""The cluster's Prometheus series, computed once per audit from the same documents the HTTP API
+serves; a scrape only formats them. Labels are bounded by the cluster's shape (drivers, resource
+pools, node pools, GPU models, namespaces, why categories), never by its pods."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from draplan.api.core_v1 import Pod
+from draplan.audit.why import Diagnosis
+from draplan.cluster.accelerators import allocated, is_accelerator
+from draplan.cluster.devices import DeviceView
+from draplan.cluster.nodepools import pool_name
+from draplan.cluster.podresources import is_terminal
+from draplan.cluster.state import ClusterState
+from draplan.scheduler.gangs import find_gangs
+
+# The attribute naming a device's model, by the names drivers publish (NVIDIA: productName).
+MODEL_ATTRIBUTES = ("productName", "model")
+
+Labels = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One gauge: its name, help, label names and samples."""
+
+    name: str
+    help: str
+    labels: Labels
+    samples: tuple[tuple[Labels, float], ...]
+
+
+def model_of(view: DeviceView) -> str:
+    """The device's model attribute (any domain), or ""."""
+    for key, attr in sorted(view.device.attributes.items()):
+        if key.rpartition("/")[2] in MODEL_ATTRIBUTES and attr.string:
+            return attr.string
+    return ""
+
+
+def _family(name: str, help: str, labels: Labels, values: Mapping[Labels, float]) -> Family:
+    return Family(name, help, labels, tuple(sorted(values.items())))
+
+
+def _devices(state: ClusterState) -> tuple[Family, Family, dict[str, str]]:
+    """Devices and allocated devices per (driver, resource pool, node pool, model), and each
+    node's accelerator model. A pool that several nodes see is counted once."""
+    total: Counter[Labels] = Counter()
+    taken: Counter[Labels] = Counter()
+    node_model: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
+    for name, node in sorted(state.nodes.items()):
+        node_pool = pool_name(state, node)
+        for pool in state.pools_for_node(node):
+            if pool.id in seen:
+                continue
+            seen.add(pool.id)
+            local = {v.node_name for v in pool.devices}
+            owner = node_pool if local == {name} else ""  # a pool on many nodes is in none
+            for view in pool.devices:
+                model = model_of(view)
+                if model and is_accelerator(view.driver):
+                    node_model.setdefault(name, model)
+                key = (view.driver, pool.id[1], owner, model)
+                total[key] += 1
+                taken[key] += allocated(state, view)
+    labels = ("driver", "pool", "node_pool", "model")
+    return (
+        _family("draplan_devices", "DRA devices published.", labels, total),
+        _family("draplan_devices_allocated", "DRA devices allocated.", labels, taken),
+        node_model,
+    )
+
+
+def _stranded(
+    doc: dict[str, Any], node_model: dict[str, str], node_pools: dict[str, str]
+) -> list[Family]:
+    gpus: Counter[Labels] = Counter()
+    free: Counter[Labels] = Counter()
+    stranded: Counter[Labels] = Counter()
+    for name, tally in doc["nodes"].items():
+        if not tally["gpus"]:
+            continue
+        key = (node_model.get(name, ""), node_pools.get(name, ""))
+        gpus[key] += tally["gpus"]
+        free[key] += tally["freeGpus"]
+        stranded[key] += tally["strandedGpus"]
+    labels = ("model", "node_pool")
+    cost: dict[Labels, float] = {
+        (name,): tally["strandedCostPerHour"]
+        for name, tally in doc["nodePools"].items()
+        if tally["strandedCostPerHour"] is not None
+    }
+    counters: dict[Labels, float] = {
+        (name,): tally["counterUtilizationPercent"] / 100
+        for name, tally in doc["nodePools"].items()
+        if tally["counterUtilizationPercent"] is not None
+    }
+    return [
+        _family("draplan_gpus", "Physical GPUs.", labels, gpus),
+        _family("draplan_gpus_free", "Physical GPUs not allocated (in GPUs).", labels, free),
+        _family(
+            "draplan_gpus_stranded",
+            "Free GPUs no typical pod shape can use (the FGD measure, in physical GPUs).",
+            labels,
+            {k: round(v, 3) for k, v in stranded.items()},
+        ),
+        _family(
+            "draplan_stranded_cost_per_hour",
+            "What the stranded GPUs cost per hour, from the nodes' prices.",
+            ("node_pool",),
+            cost,
+        ),
+        _family(
+            "draplan_counter_utilization_ratio",
+            "Mean share of the shared counters (partitionable devices) consumed.",
+            ("node_pool",),
+            counters,
+        ),
+    ]
+
+
+def _created(pod: Pod) -> float | None:
+    stamp = pod.metadata.creation_timestamp
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
+def waiting_gangs(state: ClusterState) -> dict[str, float | None]:
+    """Gangs with a member still pending: the oldest member's creation time (None unknown)."""
+    out: dict[str, float | None] = {}
+    for gang in {g.key: g for g in find_gangs(state).values()}.values():
+        pods = [state.pods.get(k) for k in gang.members]
+        members = [p for p in pods if p is not None and not is_terminal(p)]
+        if not any(not p.spec.node_name for p in members):
+            continue
+        times = [t for t in map(_created, members) if t is not None]
+        out[gang.label or "/".join(gang.key)] = min(times) if times else None
+    return out
+
+
+def cluster_series(
+    state: ClusterState,
+    diagnoses: Sequence[Diagnosis],
+    metrics: dict[str, Any],
+    plan: dict[str, Any],
+    gang_waits: Sequence[float],
+) -> tuple[Family, ...]:
+    """Every cluster series of one audit; `gang_waits` are the waiting gangs' ages in seconds."""
+    devices, allocated_devices, node_model = _devices(state)
+    node_pools = {name: pool_name(state, node) for name, node in state.nodes.items()}
+    pending: Counter[Labels] = Counter((d.category, d.pod[0]) for d in diagnoses)
+    planned: defaultdict[Labels, float] = defaultdict(float)
+    for pool in state.node_pools:
+        planned[(pool,)] = 0
+    for up in plan["scaleUp"]:
+        planned[(up["pool"],)] += up["add"]
+    return (
+        devices,
+        allocated_devices,
+        *_stranded(metrics, node_model, node_pools),
+        _family(
+            "draplan_pending_pods",
+            "Pending pods by why category.",
+            ("category", "namespace"),
+            pending,
+        ),
+        Family(
+            "draplan_gangs_waiting", "Gangs with a member pending.", (), (((), len(gang_waits)),)
+        ),
+        Family(
+            "draplan_gang_wait_seconds_max",
+            "How long the longest-waiting gang has waited.",
+            (),
+            (((), max(gang_waits, default=0.0)),),
+        ),
+        _family(
+            "draplan_scaleup_nodes_planned",
+            "Nodes the scale plan adds now, per NodePool.",
+            ("pool",),
+            planned,
+        ),
+    )

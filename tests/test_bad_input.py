@@ -401,3 +401,30 @@ def test_validate_builds_a_node_of_every_pool_as_scale_would(tmp_path: Path, run
         f["pool"],
         "NodePool \"copy\": spec.fromNode: fromNode 'no-such-node' is not in the input",
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            "h100: 98.32\nh100: 1\n",
+            'invalid YAML at line 2 column 1: key "h100" already set in map',
+        ),
+        ("h100: 98\x0032\n", "invalid YAML at line 1 column 9: unacceptable character #x0000"),
+        (
+            "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n"
+                for p, c in zip("abcde", "bcdef", strict=True)
+            ),
+            "document contains excessive aliasing",
+        ),
+    ],
+)
+def test_prices_file_reads_through_the_common_parser(
+    text: str, fragment: str, tmp_path: Path, run_cli: Any
+) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(text)
+    result = run_cli("scale", "-f", REALISTIC, "--prices", str(prices))
+    assert_bad_input(result, str(prices), fragment)

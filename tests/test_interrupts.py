@@ -62,6 +62,11 @@ def _assert_interrupted(code: int, out: str, err: str) -> None:
         json.loads(out)
         assert err == ""
         return
+    if code == -signal.SIGINT:
+        # On a busy machine the interpreter may not have started yet: the signal's default
+        # action ends it before any code runs (a shell shows 130), silently.
+        assert (out, err) == ("", "")
+        return
     assert code == 130, (code, err)
     assert err == "interrupted\n"
     assert out == "" or json.loads(out)  # whole or nothing

@@ -20,6 +20,8 @@ BENCHES = (
     "bench_openb_frag.py",
     "bench_openb.py",
     "bench_sim.py",
+    "bench_serve_intake.py",
+    "bench_scale.py",
 )
 
 

@@ -234,6 +234,10 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
         msg, raw_path = _split_error(err)
         path = _field_path(obj, cls, raw_path, str(err))
         raise BadInput(msg, source=source, kind=kind, name=name, path=path) from None
+    return _validated(value, source, kind, name)
+
+
+def _validated(value: KubeStruct, source: str, kind: str, name: str) -> KubeStruct:
     try:
         validate(value)
         if isinstance(value, draplan_v1alpha1.NodePool):
@@ -241,6 +245,47 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
     except BadInput as err:
         raise err.located(source=source, kind=kind, name=name) from None
     return value
+
+
+def json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    """A decoder from JSON bytes straight to `tp` (quantities as `decode` reads them), for hot
+    paths that then `validate` themselves; its errors carry no field path, so a caller falls
+    back to `decode` for the message."""
+    return msgspec.json.Decoder(tp, dec_hook=_dec_hook)
+
+
+class _Head(msgspec.Struct, rename="camel"):
+    api_version: Any = None
+    kind: Any = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_TYPED: dict[type[KubeStruct], msgspec.json.Decoder[Any]] = {}
+
+
+def decode_json(text: bytes | str | msgspec.Raw, *, source: str = "") -> KubeStruct | None:
+    """One object's JSON text straight into its typed value, validated: `decode` without the
+    intermediate dicts (a third of the time and memory on a big dump). None when the text is
+    not an object of a known kind that decodes cleanly: `decode` then words the error."""
+    try:
+        head = _HEAD.decode(text)
+    except (msgspec.DecodeError, RecursionError):  # not an object, or too deep for msgspec
+        return None
+    api_version, kind = head.api_version, head.kind
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    cls = KINDS.get((api_version, kind))
+    if cls is None:
+        return None
+    decoder = _TYPED.get(cls)
+    if decoder is None:
+        decoder = _TYPED[cls] = msgspec.json.Decoder(cls, dec_hook=_dec_hook)
+    try:
+        value = decoder.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    meta = getattr(value, "metadata", None)
+    return _validated(value, source, kind, getattr(meta, "name", ""))
 
 
 # Any valid node name: the template's slices are checked as a new node's would be.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from draplan.api import (
     autoscaling,
@@ -139,6 +139,8 @@ def check_quantities(resources: dict[str, Quantity], path: str) -> None:
 
 def check_qualified_name(name: str, path: str, *, domain_required: bool = False) -> None:
     """`id` (driver's domain implied) or `domain/id` (resource.k8s.io QualifiedName)."""
+    if (name, domain_required) in _QUALIFIED_NAMES:
+        return
     domain, _, ident = name.rpartition("/")
     if domain_required and not domain:
         raise fail(path, f"invalid value {name!r}: a fully qualified name (domain/id) is required")
@@ -146,10 +148,21 @@ def check_qualified_name(name: str, path: str, *, domain_required: bool = False)
         check_dns_subdomain(domain, path, MAX_DOMAIN_LENGTH)
     if not ident or len(ident) > MAX_ID_LENGTH or not C_IDENTIFIER.match(ident):
         raise fail(path, f"invalid value {name!r}: the id must be a C identifier of at most 32")
+    _QUALIFIED_NAMES.add((name, domain_required))
 
 
-def check_max(items: Iterable[object], limit: int, path: str) -> None:
-    n = sum(1 for _ in items)
+# Names found valid: a dump repeats the same few attribute names on every device.
+_QUALIFIED_NAMES: set[tuple[str, bool]] = set()
+# Versions found valid (semver's regular expression is the slowest check on a device).
+_VERSIONS: set[str] = set()
+# Attributes found valid: every device of a model repeats most of its attributes. Bounded, as
+# a long-running process sees unique values (UUIDs) come and go.
+_ATTRIBUTES: set[tuple[str, resource_v1.DeviceAttribute]] = set()
+_ATTRIBUTES_KEPT = 1 << 16
+
+
+def check_max(items: Collection[object], limit: int, path: str) -> None:
+    n = len(items)
     if n > limit:
         raise fail(path, f"too many: {n}, must have at most {limit} items")
 
@@ -270,6 +283,8 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     if len(dev.attributes) + len(dev.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
         raise fail(path, "attributes and capacity together may have at most 32 entries")
     for name, attr in dev.attributes.items():
+        if (name, attr) in _ATTRIBUTES:
+            continue
         apath = f"{path}.attributes[{name}]"
         check_qualified_name(name, apath)
         values = (attr.int_, attr.bool_, attr.string, attr.version)
@@ -282,9 +297,16 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
         for text in (attr.string, attr.version):
             if text is not None and len(text) > MAX_ATTRIBUTE_VALUE_LENGTH:
                 raise fail(apath, "value may not be longer than 64")
-        if attr.version is not None and not SEMVER.match(attr.version):
-            raise fail(f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0")
+        if attr.version is not None and attr.version not in _VERSIONS:
+            if not SEMVER.match(attr.version):
+                raise fail(
+                    f"{apath}.version", f"invalid value {attr.version!r}: must be semver 2.0.0"
+                )
+            _VERSIONS.add(attr.version)
         validate_list_attribute(attr, apath)
+        if len(_ATTRIBUTES) >= _ATTRIBUTES_KEPT:
+            _ATTRIBUTES.clear()
+        _ATTRIBUTES.add((name, attr))
     multi = dev.allow_multiple_allocations is True
     for name, cap in dev.capacity.items():
         cpath = f"{path}.capacity[{name}]"

@@ -204,9 +204,9 @@ def karpenter_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]
                 if labels.get(key):
                     requirements.append(Requirement(key=key, operator="In", values=(labels[key],)))
             requests: dict[str, int] = {}
-            for pod in state.pods.values():
-                if pod.spec.node_name == name:
-                    for resource, milli in pod_requests(pod).items():
+            for pod_key, node in plan.placed_on_new.items():
+                if node == name:
+                    for resource, milli in pod_requests(state.pods[pod_key]).items():
                         requests[resource] = requests.get(resource, 0) + milli
             claim = NodeClaim(
                 metadata=ObjectMeta(

@@ -54,7 +54,8 @@ class Plan:
     wasted: list[Wasted] = field(default_factory=list)
     provisioning: list[tuple[ProvisioningRequest, list[Condition]]] = field(default_factory=list)
     pending: list[tuple[ObjectKey, FitReason | None, str]] = field(default_factory=list)
-    placed_on_new: set[ObjectKey] = field(default_factory=set)
+    # Pending pods the pass places on a new node, and that node.
+    placed_on_new: dict[ObjectKey, str] = field(default_factory=dict)
     # Pending pods the pass places on nodes that exist (CA's filter_out_schedulable packs them
     # there before it plans): no node is added for them.
     placed_on_existing: set[ObjectKey] = field(default_factory=set)
@@ -411,7 +412,7 @@ class Autoscaler:
             if pod is None or not pod.spec.node_name:
                 continue
             if pod.spec.node_name in new_nodes:
-                plan.placed_on_new.add(key)
+                plan.placed_on_new[key] = pod.spec.node_name
             else:
                 plan.placed_on_existing.add(key)
                 used.add(pod.spec.node_name)

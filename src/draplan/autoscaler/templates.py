@@ -70,19 +70,18 @@ def node_copy(state: ClusterState, source: Node) -> tuple[dict[str, Any], list[d
         "status": to_builtins(source.status),
     }
     slices = []
-    for rs in state.slices.values():
-        if rs.spec.node_name == old:
-            spec = to_builtins(rs.spec)
-            spec["nodeName"] = NODE_NAME_PLACEHOLDER
-            # Every copied pool gets the new node's name, or the copies would publish into the
-            # donor's pool and leave it incomplete (Cluster Autoscaler renames them all).
-            pool_name = spec["pool"]["name"]
-            spec["pool"]["name"] = (
-                pool_name.replace(old, NODE_NAME_PLACEHOLDER)
-                if old in pool_name
-                else f"{pool_name}-{NODE_NAME_PLACEHOLDER}"
-            )
-            slices.append(spec)
+    for rs in state.node_slices(old):
+        spec = to_builtins(rs.spec)
+        spec["nodeName"] = NODE_NAME_PLACEHOLDER
+        # Every copied pool gets the new node's name, or the copies would publish into the
+        # donor's pool and leave it incomplete (Cluster Autoscaler renames them all).
+        pool_name = spec["pool"]["name"]
+        spec["pool"]["name"] = (
+            pool_name.replace(old, NODE_NAME_PLACEHOLDER)
+            if old in pool_name
+            else f"{pool_name}-{NODE_NAME_PLACEHOLDER}"
+        )
+        slices.append(spec)
     return node, slices
 
 

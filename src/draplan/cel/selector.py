@@ -13,6 +13,7 @@ own budget of 10,000 comprehension iterations per evaluation applies.
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from contextlib import suppress
 from functools import lru_cache
 from typing import Any
@@ -25,6 +26,7 @@ from draplan.cel.domains import optional_domains
 from draplan.cel.errors import CelCompileError, CelRuntimeError
 from draplan.cel.library import declarations, list_declarations
 from draplan.cel.messages import POOL
+from draplan.cel.reads import content_key, reads
 
 MAX_EXPRESSION_BYTES = 10 * 1024  # CELSelectorExpressionMaxLength
 COST_LIMIT = 1_000_000  # CELSelectorExpressionMaxCost; documented, not enforceable here
@@ -39,6 +41,9 @@ _MISSING_KEY = re.compile(r"Key not found in map : (['\"])(.*)\1$")
 # Caches are keyed by the CelDevice object, not its (driver, pool, name): a republished device
 # with new attributes is a new object. The entry keeps the object so its id is never reused.
 _results: dict[tuple[str, int], tuple[CelDevice, bool | CelRuntimeError]] = {}
+# Results by what a selector can see of a device (`draplan.cel.reads`): identical devices
+# share one evaluation. Only results, not errors, whose message names the device.
+_by_content: dict[tuple[str, Hashable], bool] = {}
 # Per device, its CEL input as an Activation: converting the input costs more than evaluating
 # a typical selector, so it is done once per device and shared by all selectors.
 _activations: dict[int, tuple[CelDevice, cel.Activation | CelRuntimeError]] = {}
@@ -68,11 +73,12 @@ _ENV_SCALAR = _new_env(list_attributes=False)
 class Selector:
     """A compiled selector; `matches` is cached per device key."""
 
-    __slots__ = ("_program", "expression")
+    __slots__ = ("_program", "_reads", "expression")
 
     def __init__(self, expression: str, program: cel.Expression) -> None:
         self.expression = expression
         self._program = program
+        self._reads = reads(expression)
 
     def __repr__(self) -> str:
         return f"Selector({self.expression!r})"
@@ -84,15 +90,30 @@ class Selector:
         if hit is not None and hit[0] is device:
             outcome = hit[1]
         else:
-            try:
-                outcome = self._evaluate(device)
-            except CelRuntimeError as err:
-                outcome = err
+            outcome = self._outcome(device)
             if len(_results) >= _MAX_CACHED:
                 _results.clear()
             _results[cache_key] = (device, outcome)
         if isinstance(outcome, CelRuntimeError):
             raise outcome.with_traceback(None)  # reused: keep its traceback from growing
+        return outcome
+
+    def _outcome(self, device: CelDevice) -> bool | CelRuntimeError:
+        content = (
+            None if self._reads is None else (self.expression, content_key(device, self._reads))
+        )
+        if content is not None:
+            known = _by_content.get(content)
+            if known is not None:
+                return known
+        try:
+            outcome = self._evaluate(device)
+        except CelRuntimeError as err:
+            return err
+        if content is not None:
+            if len(_by_content) >= _MAX_CACHED:
+                _by_content.clear()
+            _by_content[content] = outcome
         return outcome
 
     def evaluate(self, device: CelDevice) -> bool:
@@ -199,6 +220,7 @@ def clear_caches() -> None:
     compile_selector.cache_clear()
     check_without_list_attributes.cache_clear()
     _results.clear()
+    _by_content.clear()
     _activations.clear()
 
 

@@ -8,6 +8,7 @@ normalisation: drop one leading `v`, drop leading zeros, pad `1` or `1.2` to thr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 _UINT64_MAX = 2**64 - 1
 _IDENT_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-")
@@ -67,7 +68,9 @@ def _normalize(text: str) -> str:
     return ".".join(parts)
 
 
+@lru_cache(maxsize=4096)
 def _parse_strict(text: str) -> SemverValue:
+    # Cached: every device of a driver publishes the same few versions.
     parts = text.split(".", 2)
     if len(parts) != 3:
         raise ValueError(f"invalid semantic version {text!r}: need MAJOR.MINOR.PATCH")

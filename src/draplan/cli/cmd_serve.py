@@ -17,6 +17,10 @@ from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, input_settings, load_state
 
 if TYPE_CHECKING:
+    import grpc
+
+    from draplan.scheduler.profile import Profile
+    from draplan.serve.loop import AuditLoop
     from draplan.serve.model import ClusterModel
 
 log = logging.getLogger("draplan.serve")
@@ -25,12 +29,51 @@ DRAIN_SECONDS = 4.0  # requests in flight get this long after SIGTERM; the pod's
 
 
 def build_model(filenames: tuple[str, ...]) -> ClusterModel:
-    """What `serve` answers from: the files given, as a snapshot that never changes."""
-    from draplan.serve.static import StaticClusterModel
+    """What `serve` answers from: the files given, as a snapshot that never changes, or the
+    cluster the kubeconfig (else the in-cluster service account) points at, kept current by
+    its watches."""
+    settings = input_settings()
+    if filenames and settings.live_requested:
+        raise BadInput("give -f FILE or a live cluster, not both", path="serve")
+    if filenames:
+        from draplan.serve.static import StaticClusterModel
 
-    if filenames and not input_settings().live_requested:
         return StaticClusterModel(load_state(filenames))
-    raise BadInput("serving a live cluster needs the watch-fed model; give -f FILE", path="serve")
+    from draplan.serve.live_model import LiveClusterModel
+
+    return LiveClusterModel.from_live_options(settings.live_options(), settings.features())
+
+
+def start_expander(
+    addr: str,
+    tls_cert: str | None,
+    tls_key: str | None,
+    insecure: bool,
+    loop: AuditLoop,
+    profile: Profile,
+) -> grpc.Server:
+    """CA's gRPC expander answering from the audit loop's state, under its lock (an expander
+    call waits for an audit in progress). Before the first sync an empty cluster answers:
+    no option fits, so CA falls back to its next expander."""
+    from draplan.cluster.state import ClusterState
+    from draplan.grpcplugin.judge import Judge
+    from draplan.grpcplugin.server import TLSRequired, start_expander_server
+    from draplan.scheduler import Scheduler
+
+    try:
+        return start_expander_server(
+            addr,
+            tls_cert,
+            tls_key,
+            lambda: loop.state or ClusterState(),
+            insecure=insecure,
+            judge=Judge(Scheduler(profile)),
+            lock=loop.state_lock,
+        )
+    except (TLSRequired, OSError, RuntimeError) as err:
+        raise BadInput(
+            f"cannot serve the expander: {err}", path=f"--expander-listen {addr}"
+        ) from None
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -72,6 +115,17 @@ def parse_listen(value: str) -> tuple[str, int]:
     metavar="TEXT",
     help="Key of /v1/snapshot's pseudonyms. [env: DRAPLAN_REDACT_KEY]",
 )
+@click.option(
+    "--expander-listen",
+    metavar="ADDR",
+    help="Also answer Cluster Autoscaler's gRPC expander (--expander=grpc) on host:port, from "
+    "the same live model.",
+)
+@click.option("--tls-cert", metavar="FILE", help="PEM certificate of --expander-listen.")
+@click.option("--tls-key", metavar="FILE", help="PEM private key of --tls-cert.")
+@click.option(
+    "--expander-insecure", is_flag=True, help="Serve the expander without TLS (local use only)."
+)
 def serve(
     filenames: tuple[str, ...],
     listen: str,
@@ -80,6 +134,10 @@ def serve(
     profile_path: str | None,
     allow_unredacted_snapshot: bool,
     redact_key: str,
+    expander_listen: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    expander_insecure: bool,
 ) -> None:
     """Serve /metrics (Prometheus), /v1/why, /v1/metrics, /v1/plan, /v1/snapshot, /healthz
     and /readyz from a cluster model kept current, until SIGTERM."""
@@ -95,6 +153,11 @@ def serve(
     from draplan.sources.kubeclient import resolve_config
 
     address = parse_listen(listen)
+    if expander_listen and not expander_insecure and not (tls_cert and tls_key):
+        raise click.UsageError(
+            "--tls-cert and --tls-key are required with --expander-listen unless "
+            "--expander-insecure"
+        )
     profile = profile_from(profile_path)
     settings = input_settings()
     poster = api_poster(resolve_config(settings.kubeconfig, settings.context)) if events else None
@@ -108,6 +171,11 @@ def serve(
         server = Server(address, api)
     except OSError as err:
         raise BadInput(f"cannot listen: {err.strerror}", path=f"--listen {listen}") from None
+    expander = (
+        start_expander(expander_listen, tls_cert, tls_key, expander_insecure, loop, profile)
+        if expander_listen
+        else None
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -127,6 +195,8 @@ def serve(
     stop.wait()
     log.info("stopping: draining requests in flight")
     drained = server.drain(DRAIN_SECONDS)
+    if expander is not None:
+        expander.stop(grace=1.0)
     model.stop()
     loop.stop(timeout=0)  # an audit in progress is abandoned: its answers would go nowhere
     if recorder:

@@ -20,7 +20,7 @@ from draplan.api.meta import KubeStruct
 from draplan.cli.output import OutputFormat, remember_format, remember_no_headers
 from draplan.cluster.labelselector import parse_selector
 from draplan.cluster.state import ClusterState
-from draplan.sources import load_objects
+from draplan.sources import gc_paused, load_objects
 
 if TYPE_CHECKING:
     # The HTTP client costs ~0.4 s to import: only commands that read a cluster pay for it.
@@ -250,4 +250,6 @@ def load_state(
     """The cluster snapshot described by the input files and/or the live cluster; `select`
     False keeps the pending pods `-l` does not select (a command filtering by `shown_pods`)."""
     features = input_settings().features()  # a bad flag is reported before any reading
-    return ClusterState.from_objects(load_input(filenames, live=live, select=select), features)
+    objects = load_input(filenames, live=live, select=select)
+    with gc_paused():  # the indexes of a 100 MB dump are a bulk load too
+        return ClusterState.from_objects(objects, features)

@@ -32,6 +32,7 @@ from draplan.cli.common import (
 )
 from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState
+from draplan.sources import gc_paused
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -52,7 +53,8 @@ def cli(ctx: click.Context) -> None:
 def validate(filenames: tuple[str, ...], output: str) -> None:
     """Load and validate objects; summarise what was read."""
     objects = load_input(filenames)
-    state = ClusterState.from_objects(objects, input_settings().features())
+    with gc_paused():  # the indexes of a 100 MB dump are a bulk load too
+        state = ClusterState.from_objects(objects, input_settings().features())
     for pool in state.node_pools.values():
         make_node(state, pool, "node-0", {})  # as deep as `scale`: fromNode, slices as stamped
     kinds = Counter(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import msgspec
 
@@ -44,8 +44,10 @@ def topology_rank(qualified: str) -> int | None:
     return next((i for i, a in enumerate(TOPOLOGY_ATTRIBUTES) if a == ident), None)
 
 
+@lru_cache(maxsize=4096)
 def nanos(q: Quantity) -> int:
-    """Exact value in nano units (rounded up, as Kubernetes rounds sub-nano precision)."""
+    """Exact value in nano units (rounded up, as Kubernetes rounds sub-nano precision); cached,
+    as every device of a model repeats the same few capacities."""
     frac = q.as_fraction() * NANO
     return math.ceil(frac)
 

@@ -143,8 +143,7 @@ def _admit(
             name="/".join(p for p in key if p),
         )
     origin[okey] = source
-    _check_selectors(obj, source, features)
-    _check_gated_fields(obj, source, features)
+    check_object(obj, source, features)
     if isinstance(obj, Scenario):
         for i, job in enumerate(obj.spec.workload.jobs):
             for k, doc in enumerate(job.objects):
@@ -166,6 +165,13 @@ def admit(objects: Iterable[tuple[KubeStruct, str]]) -> None:
     origin: dict[tuple[str, ObjectKey], str] = {}
     for obj, source in objects:
         _admit(origin, obj, source)
+
+
+def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+    """BadInput unless every CEL selector of `obj` compiles and it uses no field of a gate
+    that is off: what `from_objects` checks of each object."""
+    _check_selectors(obj, source, features)
+    _check_gated_fields(obj, source, features)
 
 
 class ClusterState:
@@ -367,6 +373,10 @@ class ClusterState:
     def slice_devices(self, name: str) -> tuple[DeviceView, ...]:
         return self._slice_devices.get(name) or ()
 
+    def node_slices(self, node_name: str) -> list[ResourceSlice]:
+        """The slices published for one node (spec.nodeName), in the order they were added."""
+        return [self.slices[n] for n in self._slices_by_node.get(node_name) or ()]
+
     def pools_for_node(self, node: Node) -> tuple[Pool, ...]:
         """Pools visible from `node`, sorted by (driver, pool) as Kubernetes 1.36 does."""
         cache = self._pool_cache[-1]
@@ -513,6 +523,33 @@ class ClusterState:
             self._add_usage(node_name, _usage(pod), -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
+
+    def put_pod(self, pod: Pod) -> None:
+        """Add or replace a pod as the API server holds it (a watch event): its node share
+        moves with its binding; its claims are untouched (they are objects of their own)."""
+        self.delete_pod(key_of(pod))
+        self.pods[key_of(pod)] = pod
+        if pod.spec.node_name and not is_terminal(pod):
+            self._add_usage(pod.spec.node_name, _usage(pod), +1)
+
+    def delete_pod(self, key: ObjectKey) -> None:
+        """Forget a pod the API server deleted, freeing its node share; unlike `remove_pod`,
+        its claims stay (the resourceclaim controller deletes them in events of their own)."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        if pod.spec.node_name and not is_terminal(pod):
+            self._add_usage(pod.spec.node_name, _usage(pod), -1)
+        del self.pods[key]
+
+    def delete_node(self, name: str) -> None:
+        """Forget a Node object the API server deleted; unlike `remove_node`, its slices and
+        pods stay until their own deletions arrive."""
+        if self.nodes.get(name) is None:
+            return
+        del self.nodes[name]
+        self._pool_cache[-1].pop(name, None)
+        self.touch(name)
 
     def remove_pod(self, key: ObjectKey) -> None:
         """A pod finished: free its node share, delete the claims generated for it, and release

@@ -11,11 +11,13 @@ node's answer does not depend on which claim it is (Reserve applies it to the po
 claims), so pods that each name their own claim of one spec share evaluations too.
 
 Identical nodes share answers. A node's answer depends on its Node object (name and hostname
-label aside), the requests of its pods, its devices and their ledgers, and what a plugin
-declares with `signature(state, node)`; nodes equal in all of that (the empty nodes of one
-type, say) are evaluated once per shape. Devices of one pool with the same spec (name aside)
-are interchangeable, so only how many of them are in each ledger state counts; a score must
-not depend on which of them is free. The filters that read only the Node object are evaluated
+label aside; with kube-scheduler's own plugins only, what they read of it: labels, taints,
+unschedulable, capacity, allocatable), the requests of its pods, its devices and their
+ledgers, and what a plugin declares with `signature(state, node)`; nodes equal in all of that
+(the empty nodes of one type, say) are evaluated once per shape. Devices of one pool with the
+same spec (name aside, and attributes nothing reads: `scheduler.unread`) are interchangeable,
+so only how many of them are in each ledger state counts; a score must not depend on which of
+them is free. The filters that read only the Node object are evaluated
 once per shape and Node object kind; DynamicResources' answer depends only on the claims and
 the devices, so it is shared between nodes and shapes with the same ones, unless a score plugin
 reads the allocation itself. Shapes that name nodes (nodeName, hostname or field selectors,
@@ -49,6 +51,12 @@ from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encod
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
+from draplan.scheduler.unread import (
+    AttributeReads,
+    merge,
+    profile_reads_only_known,
+    state_reads,
+)
 
 HOSTNAME = "kubernetes.io/hostname"
 # Score plugins that read DynamicResources' allocation (the devices chosen on this node).
@@ -97,7 +105,8 @@ class ShapeEvaluations:
     # Failures counted as fit_error counts them, kept up to date as nodes change.
     printed: Counter[str] = field(default_factory=Counter)
     codes: Counter[str] = field(default_factory=Counter)
-    reasoned: set[str] = field(default_factory=set)  # failing with allocator evidence
+    # Failing with allocator evidence, in name order (fit_error shows the first ones).
+    reasoned: list[str] = field(default_factory=list)
     # Failing nodes that changed but only got fuller: still failing, status not recomputed.
     stale: set[str] = field(default_factory=set)
     # Nodes that can never host the shape while their Node object and pools stay (a
@@ -159,6 +168,20 @@ def _evaluate(
             cycle.data[(plugin.name, name)] = status.detail
     score = sum(weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.scores)
     return NodeEval(version, Status(), score, details, origin)
+
+
+def _add(names: list[str], name: str) -> None:
+    """Add `name` to the sorted list `names` (once)."""
+    i = bisect_left(names, name)
+    if i == len(names) or names[i] != name:
+        names.insert(i, name)
+
+
+def _discard(names: list[str], name: str) -> None:
+    """Remove `name` from the sorted list `names` if there."""
+    i = bisect_left(names, name)
+    if i < len(names) and names[i] == name:
+        del names[i]
 
 
 def _final(status: Status) -> bool:
@@ -282,6 +305,10 @@ class Evaluator:
         self._statics: dict[str, tuple[Node, int]] = {}
         self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
         self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
+        # Device attributes that tell devices apart (the others are read by nothing); None:
+        # all of them.
+        self._reads_known = profile_reads_only_known(profile)
+        self._attributes: AttributeReads | None = None
 
     def reset(self, state: ClusterState) -> None:
         """Forget everything learnt on another ClusterState."""
@@ -292,6 +319,7 @@ class Evaluator:
         self._ids.clear()
         self._dra.clear()
         self.shapes.clear()
+        self._attributes = state_reads(state) if self._reads_known else None
 
     # --- signatures of nodes ---------------------------------------------------------------
 
@@ -308,18 +336,31 @@ class Evaluator:
         if hit is not None and hit[0] is node:
             return hit[1]
         meta = node.metadata
-        anonymous = msgspec.structs.replace(
-            node,
-            metadata=msgspec.structs.replace(
-                meta,
-                name="",
-                uid="",
-                resource_version="",
-                creation_timestamp=None,
-                labels={k: v for k, v in meta.labels.items() if k != HOSTNAME},
-            ),
-        )
-        key = self._intern(msgspec.msgpack.encode(anonymous, enc_hook=str))
+        labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
+        seen: object
+        if self._reads_known:
+            # What kube-scheduler's plugins read of a Node: not its provider ID or
+            # annotations, which differ between otherwise identical nodes.
+            seen = (
+                sorted(labels.items()),
+                node.spec.taints,
+                node.spec.unschedulable,
+                node.status.capacity,
+                node.status.allocatable,
+            )
+        else:
+            seen = msgspec.structs.replace(
+                node,
+                metadata=msgspec.structs.replace(
+                    meta,
+                    name="",
+                    uid="",
+                    resource_version="",
+                    creation_timestamp=None,
+                    labels=labels,
+                ),
+            )
+        key = self._intern(msgspec.msgpack.encode(seen, enc_hook=str))
         self._statics[name] = (node, key)
         return key
 
@@ -331,9 +372,15 @@ class Evaluator:
             return hit[1], hit[2]
         local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
         groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
+        reads = self._attributes
         for i, v in enumerate(pool.devices):
+            device = msgspec.structs.replace(v.device, name="")
+            if reads is not None:
+                kept = {k: a for k, a in device.attributes.items() if reads.read(k, v.driver)}
+                if len(kept) != len(device.attributes):
+                    device = msgspec.structs.replace(device, attributes=kept)
             spec = (
-                msgspec.msgpack.encode(msgspec.structs.replace(v.device, name=""), enc_hook=str),
+                msgspec.msgpack.encode(device, enc_hook=str),
                 v.node_name == node,
                 v.all_nodes,
                 msgspec.msgpack.encode(v.node_term, enc_hook=str) if v.node_term else b"",
@@ -473,7 +520,7 @@ class Evaluator:
             if old.status is not (result.status if result is not None else None):
                 if self.explain_failures:
                     tally(ev.printed, ev.codes, old.status, -1)
-                    ev.reasoned.discard(name)
+                    _discard(ev.reasoned, name)
             elif result is not None:
                 ev.evals[name] = result  # the same failure (a shared status): counts stay
                 return
@@ -482,7 +529,7 @@ class Evaluator:
             if self.explain_failures and not result.status.ok:
                 tally(ev.printed, ev.codes, result.status, 1)
                 if isinstance(result.status.detail, Reason):
-                    ev.reasoned.add(name)
+                    _add(ev.reasoned, name)
         if not self.random_ties:
             if result is not None and result.status.ok:
                 heapq.heappush(ev.heap, (-result.score, name))
@@ -620,10 +667,24 @@ class Evaluator:
             ev.shared = shareable(pod.pod, claims)
             ev.merged = key != pod.shape
             if ev.shared:
+                self._note_reads(claims)
                 specs = msgspec.msgpack.encode([c.spec for c in claims], enc_hook=str)
                 ev.claims = self._intern((b"claims", specs))
                 ev.claimed = any(c.status.allocation is None for c in claims)
         return ev
+
+    def _note_reads(self, claims: Sequence[ResourceClaim]) -> None:
+        """Count the attributes a new shape's claims read (claims made after `reset`); node
+        signatures are recomputed if that tells devices apart that were alike."""
+        if self._attributes is None or self._state is None:
+            return
+        classes = self._state.device_classes.values()
+        selectors = [s for dc in classes for s in dc.spec.selectors]
+        wider = merge(self._attributes, selectors, [c.spec for c in claims])
+        if not self._attributes.covers(wider):
+            self._attributes = wider
+            self._signatures.clear()
+            self._pools.clear()
 
     # --- the best node ---------------------------------------------------------------------
 
@@ -769,23 +830,17 @@ class Evaluator:
             return FitReason(f"0/{total} nodes are available.")
         self.freshen(state, cycle, pod, ev)
         evidence: dict[str, Any] = {}
-        seen: set[str] = set()
-        while len(evidence) < SAMPLE:
-            # The first failures in name order; each round's are after the last round's.
-            first = heapq.nsmallest(SAMPLE, (n for n in ev.reasoned if n not in seen))
-            if not first:
-                break
-            for name in first:
-                seen.add(name)
+        # The first failures in name order (a copy: confirming a node may drop it).
+        for name in list(ev.reasoned):
+            e = ev.evals[name]
+            if self._borrowed(ev, e, pod):
+                self.confirm(state, cycle, pod, ev, name)
                 e = ev.evals[name]
-                if self._borrowed(ev, e, pod):
-                    self.confirm(state, cycle, pod, ev, name)
-                    e = ev.evals[name]
-                    if e.status.ok or not isinstance(e.status.detail, Reason):
-                        continue
-                evidence[name] = e.status.detail.to_dict()
-                if len(evidence) >= SAMPLE:
-                    break
+                if e.status.ok or not isinstance(e.status.detail, Reason):
+                    continue
+            evidence[name] = e.status.detail.to_dict()
+            if len(evidence) >= SAMPLE:
+                break
         return aggregate(total, ev.printed, ev.codes, evidence)
 
     def fit_error_among(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Histogram
 
+from draplan.cluster.state import ClusterState
 from draplan.serve.answers import Answers, Auditor
 from draplan.serve.model import ClusterModel
 
@@ -42,6 +43,11 @@ class AuditLoop:
         self.lag = 0.0
         """Seconds from the arrival of the newest event the answers include to their publication."""
         self.errors = 0
+        self.state: ClusterState | None = None
+        """The state the answers were made on; read or fork it only under `state_lock`."""
+        self.state_lock = threading.Lock()
+        """Held while the audit thread syncs and audits, so another reader (the gRPC expander)
+        never sees the state mid-change."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(
@@ -67,18 +73,24 @@ class AuditLoop:
         failed: int | None = None
         next_audit = 0.0
         while not self._stop.is_set():
-            state, current = self.model.sync()
-            if current in (generation, failed):
+            with self.state_lock:
+                state, current = self.model.sync()
+                self.state = state
+                answers = None
+                if current not in (generation, failed):
+                    arrival = self.model.health().newest_event_arrival
+                    try:
+                        answers = self.auditor.audit(state, current)
+                    except Exception:
+                        # A bug on some input: logged once per generation, the last answers
+                        # stay up.
+                        log.exception(
+                            "audit of generation %d failed; keeping the last answers", current
+                        )
+                        self.errors += 1
+                        failed = current
+            if answers is None:
                 self._stop.wait(POLL_SECONDS)
-                continue
-            arrival = self.model.health().newest_event_arrival
-            try:
-                answers = self.auditor.audit(state, current)
-            except Exception:
-                # A bug on some input: logged once per generation, the last answers stay up.
-                log.exception("audit of generation %d failed; keeping the last answers", current)
-                self.errors += 1
-                failed = current
                 continue
             generation = current
             self.answers = answers

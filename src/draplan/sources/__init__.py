@@ -3,7 +3,14 @@
 from collections.abc import Sequence
 
 from draplan.api.meta import KubeStruct
-from draplan.sources.files import Document, Notify, load_files, read_documents, stderr_notice
+from draplan.sources.files import (
+    Document,
+    Notify,
+    gc_paused,
+    load_files,
+    read_documents,
+    stderr_notice,
+)
 from draplan.sources.nodepools import expand_node_pools
 
 
@@ -15,4 +22,12 @@ def load_objects(
     return expand_node_pools(load_files(paths, notify))
 
 
-__all__ = ["Document", "Notify", "load_files", "load_objects", "read_documents", "stderr_notice"]
+__all__ = [
+    "Document",
+    "Notify",
+    "gc_paused",
+    "load_files",
+    "load_objects",
+    "read_documents",
+    "stderr_notice",
+]

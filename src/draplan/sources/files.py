@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from draplan.api.codec import decode, is_modelled
+import msgspec
+
+from draplan.api.codec import decode, decode_json, is_modelled
 from draplan.api.errors import BadInput, escape
 from draplan.api.meta import KubeStruct
 from draplan.sources.yamltext import load_json, load_yaml
@@ -29,13 +31,17 @@ class Document:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off while a bulk load (or what is built from it) runs."""
     # Bulk loads allocate millions of small containers; the cyclic collector only slows them.
+    # What was loaded lives as long as the run: frozen, later collections never scan it again
+    # (unfrozen, the first ones after a 100 MB load each walk every object it made).
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
@@ -114,6 +120,12 @@ def _flatten(data: Any, source: str) -> Iterator[Document]:
 
 def read_documents(paths: Sequence[str]) -> Iterator[Document]:
     """Every object document in `paths`, `kind: List` flattened, in file order."""
+    for source, text in _texts(paths):
+        yield from parse_text(text, source)
+
+
+def _texts(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(source, text) of every file in `paths`."""
     for path in _expand(paths):
         source = "<stdin>" if path == "-" else path
         try:
@@ -126,7 +138,28 @@ def read_documents(paths: Sequence[str]) -> Iterator[Document]:
             raise BadInput("not UTF-8 text", source=source) from None
         except OSError as err:
             raise BadInput(err.strerror or "cannot read", source=source) from None
-        yield from parse_text(text, source)
+        yield source, text
+
+
+class _JsonList(msgspec.Struct):
+    kind: str
+    items: list[msgspec.Raw]
+
+
+_JSON_LIST = msgspec.json.Decoder(_JsonList)
+
+
+def _json_list_items(text: str) -> list[msgspec.Raw] | None:
+    """The items of a JSON `kind: List` (kubectl's dump), each left as its JSON text; None for
+    any other text."""
+    text = text.removeprefix("\ufeff")
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        listed = _JSON_LIST.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return listed.items if listed.kind.endswith("List") else None
 
 
 def parse_text(text: str, source: str) -> list[Document]:
@@ -161,15 +194,40 @@ def load_files(
     """
     out: list[tuple[KubeStruct, str]] = []
     skipped: Counter[str] = Counter()
-    with _gc_paused():
-        for doc in read_documents(paths):
-            data = doc.data
-            if isinstance(data, dict):
-                api_version, kind = data.get("apiVersion"), data.get("kind")
-                if not is_modelled(api_version, kind):
-                    skipped[f"{escape(str(kind))} ({escape(str(api_version))})"] += 1
+
+    def add(doc: Document) -> None:
+        data = doc.data
+        if isinstance(data, dict):
+            api_version, kind = data.get("apiVersion"), data.get("kind")
+            if not is_modelled(api_version, kind):
+                skipped[f"{escape(str(kind))} ({escape(str(api_version))})"] += 1
+                return
+        out.append((decode(data, source=doc.source), doc.source))
+
+    with gc_paused():
+        for source, text in _texts(paths):
+            items = _json_list_items(text)
+            if items is None:
+                for doc in parse_text(text, source):
+                    add(doc)
+                continue
+            # A JSON dump: each item decoded straight to its type; an item the direct path
+            # does not take goes the general way, which gives the same value or error.
+            for i, raw in enumerate(items):
+                obj = decode_json(raw, source=source)
+                if obj is not None:
+                    out.append((obj, source))
                     continue
-            out.append((decode(data, source=doc.source), doc.source))
+                data = load_json(bytes(raw).decode(), source)
+                if data is not None and not isinstance(data, dict):
+                    raise BadInput(
+                        f"expected an object, got {type(data).__name__}",
+                        source=source,
+                        kind="List",
+                        path=f"items[{i}]",
+                    )
+                for doc in _flatten(data, source):
+                    add(doc)
     if notify is not None:
         for what, count in sorted(skipped.items()):
             notify(f"skipped {count} {what}: not a kind draplan reads")

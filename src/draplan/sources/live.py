@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from draplan.api.codec import decode
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
-from draplan.sources.files import _gc_paused, stderr_notice
+from draplan.sources.files import gc_paused, stderr_notice
 from draplan.sources.kubeclient import Access, Connection, Forbidden, PageCallback, connect
 from draplan.sources.kubeconvert import GROUP as RESOURCE_GROUP
 from draplan.sources.kubeconvert import VERSIONS as RESOURCE_VERSIONS
@@ -269,7 +269,7 @@ def _bar(enabled: bool | None, page_size: int) -> Iterator[_Bar]:
         bar.stop()
 
 
-def _list_path(res: Resource, version: str, namespace: str | None) -> str:
+def list_path(res: Resource, version: str, namespace: str | None) -> str:
     base = f"/apis/{res.group}/{version}" if res.group else f"/api/{version}"
     if namespace:
         return f"{base}/namespaces/{namespace}/{res.plural}"
@@ -299,7 +299,7 @@ def _read_one(
     on_page: PageCallback | None,
 ) -> list[tuple[KubeStruct, str]] | None:
     namespace = None if res.cluster_wide or not res.namespaced else options.namespace
-    path = _list_path(res, version, namespace)
+    path = list_path(res, version, namespace)
     access = Access("list", res.plural, res.group, namespace or "", namespaced=res.namespaced)
     params = {}
     if res.field_selector:
@@ -311,20 +311,22 @@ def _read_one(
     )
     if items is None:
         return None
-    api_version = f"{res.group}/{version}" if res.group else version
     source = f"{conn.server}{path}"
-    out = []
-    for item in items:
-        if not isinstance(item, dict):
-            raise BadInput("a list item is not an object", source=source)
-        # List items carry no apiVersion and kind of their own.
-        item["apiVersion"] = api_version
-        item["kind"] = res.kind
-        scrub(item)
-        if res.group == RESOURCE_GROUP and version in RESOURCE_VERSIONS:
-            item = to_v1(item, version)
-        out.append((decode(item, source=source), source))
-    return out
+    return [(decode_item(item, res, version, source), source) for item in items]
+
+
+def decode_item(item: Any, res: Resource, version: str, source: str) -> KubeStruct:
+    """One item of a list (or a watch event's object) of `res` served as `version`, typed and
+    in the version draplan reads; BadInput when it is not a valid object."""
+    if not isinstance(item, dict):
+        raise BadInput("a list item is not an object", source=source)
+    # List items carry no apiVersion and kind of their own.
+    item["apiVersion"] = f"{res.group}/{version}" if res.group else version
+    item["kind"] = res.kind
+    scrub(item)
+    if res.group == RESOURCE_GROUP and version in RESOURCE_VERSIONS:
+        item = to_v1(item, version)
+    return decode(item, source=source)
 
 
 def read_cluster(
@@ -351,7 +353,7 @@ def read_cluster(
             result.notices.append(
                 f"{RESOURCE_GROUP} is served as {old}, not v1: its objects were converted to v1"
             )
-        with _gc_paused(), _bar(options.progress, options.page_size) as bar:
+        with gc_paused(), _bar(options.progress, options.page_size) as bar:
             for res, version in plan:
                 try:
                     read = _read_one(conn, res, version, options, bar.tracker(_plural(res.kind)))

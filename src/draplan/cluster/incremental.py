@@ -1,0 +1,218 @@
+"""A ClusterState kept equal to `ClusterState.from_objects` of a set of objects that changes one
+object at a time (what a watch delivers), with node versions and the change log kept current so
+per-node caches stay valid.
+
+The ledgers of consumed counters are sums over allocated devices' views, and a device's view
+comes from the newest generation of its pool's slices; so a slice change is applied to its whole
+pool (its slices re-added in the order they first came, as `from_objects` would see them) with
+the claims allocated in that pool taken out of the ledgers before and put back after. Whatever
+order the events come in, the ledgers then equal the sum over the current claims of the current
+views.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
+from draplan.api.meta import KubeStruct
+from draplan.api.resource_v1 import (
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from draplan.cluster.devices import PoolID
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+
+OriginKey = tuple[str, ObjectKey]  # ("apiVersion/kind", (namespace, name)), as `origin` keys
+
+
+def origin_key(obj: KubeStruct) -> OriginKey:
+    return (f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}", key_of(obj))
+
+
+def needs_rebuild(obj: KubeStruct) -> bool:
+    """Kinds whose change is better met by a new state than by an update: a DeviceClass
+    resolves requests in caches keyed by pod shape (no node version names them), and a
+    DeviceTaintRule rewrites the views of every slice."""
+    return isinstance(obj, DeviceClass | DeviceTaintRule)
+
+
+def _pool_of(rs: ResourceSlice) -> PoolID:
+    return (rs.spec.driver, rs.spec.pool.name)
+
+
+def _claim_pools(claim: ResourceClaim) -> set[PoolID]:
+    alloc = claim.status.allocation
+    if alloc is None:
+        return set()
+    return {(r.driver, r.pool) for r in alloc.devices.results}
+
+
+class IncrementalState:
+    """`state` under `put` (add or replace) and `delete`; equal, after `flush`, to
+    `ClusterState.from_objects` of the objects put and not deleted, in the order first put."""
+
+    def __init__(
+        self,
+        objects: Iterable[tuple[KubeStruct, str]] = (),
+        features: FeatureGates = DEFAULT_FEATURES,
+    ) -> None:
+        items = list(objects)
+        self.state = ClusterState.from_objects(items, features)
+        self._seq = itertools.count()
+        self._slice_seq: dict[str, int] = {}
+        self._pool_slices: dict[PoolID, set[str]] = {}
+        self._pool_claims: dict[PoolID, set[ObjectKey]] = {}
+        self._others: dict[OriginKey, KubeStruct] = {}
+        self._others_dirty = False
+        for obj, _ in items:
+            if isinstance(obj, ResourceSlice):
+                self._index_slice(obj)
+        for key, claim in self.state.claims.items():
+            self._index_claim(key, claim, +1)
+        for obj in self.state.others:
+            self._others[origin_key(obj)] = obj
+
+    # --- indexes --------------------------------------------------------------------------
+
+    def _index_slice(self, rs: ResourceSlice) -> None:
+        self._slice_seq.setdefault(rs.metadata.name, next(self._seq))
+        self._pool_slices.setdefault(_pool_of(rs), set()).add(rs.metadata.name)
+
+    def _index_claim(self, key: ObjectKey, claim: ResourceClaim, sign: int) -> None:
+        for pid in _claim_pools(claim):
+            keys = self._pool_claims.setdefault(pid, set())
+            if sign > 0:
+                keys.add(key)
+            else:
+                keys.discard(key)
+
+    # --- changes --------------------------------------------------------------------------
+
+    def put(self, obj: KubeStruct, source: str = "") -> None:
+        """Add `obj`, or replace the object of the same kind and key."""
+        state = self.state
+        state.origin[origin_key(obj)] = source
+        key = key_of(obj)
+        if isinstance(obj, Node):
+            state.add_node(obj)
+        elif isinstance(obj, Pod):
+            state.put_pod(obj)
+        elif isinstance(obj, ResourceClaim):
+            old = state.claims.get(key)
+            if old is not None:
+                self._index_claim(key, old, -1)
+            state.put_claim(obj)
+            self._index_claim(key, obj, +1)
+        elif isinstance(obj, ResourceSlice):
+            self._change_slice(state.slices.get(key[1]), obj)
+        elif isinstance(obj, DeviceTaintRule):
+            state.taint_rules[key[1]] = obj
+            self._reindex(set(self._pool_slices))
+        elif isinstance(obj, DeviceClass):
+            state.device_classes[key[1]] = obj
+            state.touch("*")
+        elif isinstance(obj, ResourceClaimTemplate):
+            state.claim_templates[key] = obj
+        elif isinstance(obj, Namespace):
+            state.namespaces[key[1]] = obj
+        elif isinstance(obj, PodTemplate):
+            state.pod_templates[key] = obj
+        elif isinstance(obj, NodePool):
+            state.node_pools[key[1]] = obj
+        else:
+            self._others[origin_key(obj)] = obj
+            self._others_dirty = True
+
+    def delete(self, obj: KubeStruct) -> None:
+        """Remove the object of `obj`'s kind and key (a no-op when there is none)."""
+        state = self.state
+        state.origin.pop(origin_key(obj), None)
+        key = key_of(obj)
+        if isinstance(obj, Node):
+            state.delete_node(key[1])
+        elif isinstance(obj, Pod):
+            state.delete_pod(key)
+        elif isinstance(obj, ResourceClaim):
+            old = state.claims.get(key)
+            if old is not None:
+                self._index_claim(key, old, -1)
+            state.remove_claim(key)
+        elif isinstance(obj, ResourceSlice):
+            self._change_slice(state.slices.get(key[1]), None)
+        elif isinstance(obj, DeviceTaintRule):
+            if state.taint_rules.pop(key[1], None) is not None:
+                self._reindex(set(self._pool_slices))
+        elif isinstance(obj, DeviceClass):
+            if state.device_classes.pop(key[1], None) is not None:
+                state.touch("*")
+        elif isinstance(obj, ResourceClaimTemplate):
+            state.claim_templates.pop(key, None)
+        elif isinstance(obj, Namespace):
+            state.namespaces.pop(key[1], None)
+        elif isinstance(obj, PodTemplate):
+            state.pod_templates.pop(key, None)
+        elif isinstance(obj, NodePool):
+            state.node_pools.pop(key[1], None)
+        elif self._others.pop(origin_key(obj), None) is not None:
+            self._others_dirty = True
+
+    def flush(self) -> ClusterState:
+        """The state with every change so far in place."""
+        if self._others_dirty:
+            self.state.others = list(self._others.values())
+            self._others_dirty = False
+        return self.state
+
+    # --- slices ---------------------------------------------------------------------------
+
+    def _change_slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
+        pools: set[PoolID] = set()
+        if old is not None:
+            pools.add(_pool_of(old))
+            self._pool_slices[_pool_of(old)].discard(old.metadata.name)
+            if new is None:
+                del self._slice_seq[old.metadata.name]
+        if new is not None:
+            pools.add(_pool_of(new))
+            self._index_slice(new)
+        self._reindex(pools, old, new)
+
+    def _reindex(
+        self,
+        pools: set[PoolID],
+        old: ResourceSlice | None = None,
+        new: ResourceSlice | None = None,
+    ) -> None:
+        """Re-add the slices of `pools` (`old` replaced by `new`) in first-seen order, the
+        claims allocated there out of the ledgers while their devices' views change."""
+        state = self.state
+        keys = sorted({k for pid in pools for k in self._pool_claims.get(pid, ())})
+        claims = [c for c in (state.claims.get(k) for k in keys) if c is not None]
+        for claim in claims:
+            state.remove_claim(key_of(claim))
+        if old is not None:
+            state.remove_slice(old.metadata.name)
+        names = sorted(
+            (n for pid in pools for n in self._pool_slices.get(pid, ())),
+            key=self._slice_seq.__getitem__,
+        )
+        slices = []
+        for name in names:
+            rs = new if new is not None and name == new.metadata.name else state.slices[name]
+            slices.append(rs)
+            state.remove_slice(name)
+        for rs in slices:
+            state.add_slice(rs)
+        for claim in claims:
+            state.put_claim(claim)
+        for pid in pools:
+            if not self._pool_slices.get(pid):
+                self._pool_slices.pop(pid, None)

@@ -428,3 +428,23 @@ def test_prices_file_reads_through_the_common_parser(
     prices.write_text(text)
     result = run_cli("scale", "-f", REALISTIC, "--prices", str(prices))
     assert_bad_input(result, str(prices), fragment)
+
+
+@pytest.mark.parametrize(
+    ("item", "fragment"),
+    [
+        ("[1, 2]", "List: items[1]: expected an object, got list"),
+        ('"node-2"', "List: items[1]: expected an object, got str"),
+        (
+            '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "Node_2"}}',
+            'Node "Node_2": metadata.name: invalid value "Node_2"',
+        ),
+    ],
+)
+def test_json_dump_items_are_checked_on_the_fast_path(
+    item: str, fragment: str, tmp_path: Path, run_cli: Any
+) -> None:
+    path = tmp_path / "dump.json"
+    node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}'
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": [' + node + ", " + item + "]}")
+    assert_bad_input(run_cli("validate", "-f", str(path)), str(path), fragment)

@@ -292,6 +292,10 @@ class LiveClusterModel:
             pending, self._pending = self._pending, {}
             rebuild, self._rebuild = self._rebuild or self._state is None, False
             objects = self._objects() if rebuild else []
+            if rebuild:
+                # The store holds every change, those queued before the rebuild was asked for
+                # too: applied again on the new state, they would undo later ones.
+                pending = {}
             events, self._unsynced = self._unsynced, 0
             arrival = self._arrival
         if rebuild:

@@ -1081,7 +1081,9 @@ def test_first_fit_reaches_a_failing_device_before_a_healthy_one_as_upstream_doe
     state = cluster(healthy_devices(None, True))
     c = claim("c", request("req-0", selectors=[HEALTHY]))
     with pytest.raises(
-        AllocationError, match=r"selector #0: device gpu\.example\.com/node-1/gpu-0"
+        AllocationError,
+        match=r'^ResourceClaim "default/c": spec\.devices\.requests\[0\]\.exactly\.selectors\[0\]'
+        r"\.cel\.expression: CEL runtime error: device gpu\.example\.com/node-1/gpu-0",
     ):
         run(state, c, order="first-fit")
     # tight finds an answer that never needs gpu-0's verdict.

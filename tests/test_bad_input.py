@@ -162,3 +162,289 @@ def test_empty_kind_list_is_not_an_error(tmp_path: Path, run_cli: Any) -> None:
     result = run_cli("validate", "-f", str(path), "-f", str(node), "-o", "json")
     assert result.code == 0, result.err
     assert json.loads(result.out)["objects"] == 1
+
+
+# --- errors found after loading still name the file, the object and the field (issue 19) ---
+
+GPU_NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: node-1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes: {healthy: {bool: true}}
+  - name: gpu-1
+"""
+GPU_CLASS = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+  - cel: {expression: "device.attributes['gpu.example.com'].healthy == true"}
+"""
+
+
+def _claim(class_name: str, count: int = 1) -> str:
+    return (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+        "metadata: {name: c, namespace: default}\nspec:\n  devices:\n    requests:\n"
+        f"    - name: gpu\n      exactly: {{deviceClassName: {class_name}, count: {count}}}\n"
+    )
+
+
+def _files(tmp_path: Path, **texts: str) -> dict[str, str]:
+    out = {}
+    for name, text in texts.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        out[name] = str(path)
+    return out
+
+
+def test_allocate_unknown_class_names_the_claim_file(tmp_path: Path, run_cli: Any) -> None:
+    f = _files(tmp_path, cluster=GPU_NODE, claim=_claim("no-such-class"))
+    result = run_cli("allocate", "-f", f["cluster"], "-f", f["claim"], "--node", "node-1")
+    assert_bad_input(
+        result,
+        f["claim"],
+        'ResourceClaim "default/c": spec.devices.requests[0].exactly.deviceClassName: '
+        'device class "no-such-class" does not exist',
+    )
+
+
+def test_allocate_cel_runtime_error_names_the_class_file(tmp_path: Path, run_cli: Any) -> None:
+    # gpu-1 has no `healthy` attribute: first-fit evaluates it before finding two devices.
+    f = _files(tmp_path, cluster=GPU_NODE, classes=GPU_CLASS, claim=_claim("gpu.example.com", 2))
+    args = ["-f", f["cluster"], "-f", f["classes"], "-f", f["claim"], "--node", "node-1"]
+    result = run_cli("allocate", *args, "--device-order", "first-fit")
+    line = assert_bad_input(
+        result,
+        f["classes"],
+        'DeviceClass "gpu.example.com": spec.selectors[0].cel.expression: CEL runtime error',
+    )
+    assert "gpu-1" in line
+
+
+def test_allocate_more_than_32_devices_names_the_claim_file(tmp_path: Path, run_cli: Any) -> None:
+    f = _files(tmp_path, cluster=GPU_NODE, claim=_claim("gpu.example.com", 33))
+    f.update(_files(tmp_path, classes=GPU_CLASS.replace("healthy == true", "healthy")))
+    result = run_cli(
+        "allocate", "-f", f["cluster"], "-f", f["classes"], "-f", f["claim"], "--node", "node-1"
+    )
+    assert_bad_input(
+        result,
+        f["claim"],
+        'ResourceClaim "default/c": spec.devices.requests: number of requested devices 33 '
+        "exceeds the claim limit of 32",
+    )
+
+
+def test_claim_made_from_a_template_is_reported_as_the_template(tmp_path: Path) -> None:
+    from draplan.allocator import AllocationError, allocate
+    from draplan.api.meta import ObjectMeta
+    from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
+    from draplan.cluster.state import ClusterState
+    from draplan.sources import load_objects
+
+    template = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+        "metadata: {name: t, namespace: default}\nspec:\n  spec:\n    devices:\n      requests:\n"
+        "      - name: gpu\n        exactly: {deviceClassName: no-such-class}\n"
+    )
+    f = _files(tmp_path, cluster=GPU_NODE, template=template)
+    state = ClusterState.from_objects(load_objects([f["cluster"], f["template"]]))
+    made = state.claim_templates[("default", "t")]
+    assert isinstance(made, ResourceClaimTemplate)
+    claim = ResourceClaim(
+        metadata=ObjectMeta(name="p-gpu-x", namespace="default"), spec=made.spec.spec
+    )
+    with pytest.raises(AllocationError) as caught:
+        allocate(state, state.nodes["node-1"], [claim])
+    assert str(caught.value) == (
+        f'{f["template"]}: ResourceClaimTemplate "default/t": '
+        "spec.spec.devices.requests[0].exactly.deviceClassName: "
+        'device class "no-such-class" does not exist'
+    )
+
+
+SCENARIO_JOBS = """\
+apiVersion: draplan.io/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  policies: [dra]
+  workload:
+    jobs:
+    - name: j1
+      arrivalSeconds: 0
+      durationSeconds: 60
+      objects:
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceClaimTemplate
+        metadata: {name: t, namespace: default}
+        spec:
+          spec:
+            devices:
+              requests:
+              - name: gpu
+                exactly:
+                  deviceClassName: gpu.nvidia.com
+                  selectors:
+                  - cel: {expression: "EXPRESSION"}
+      - apiVersion: v1
+        kind: Pod
+        metadata: {name: p, namespace: default}
+        spec:
+          containers: [{name: c, image: x}]
+          resourceClaims: [{name: g, resourceClaimTemplateName: t}]
+    - name: j2
+      arrivalSeconds: 5
+      durationSeconds: 60
+      objects:
+      - apiVersion: v1
+        kind: Pod
+        metadata: {name: POD, namespace: default}
+        spec:
+          containers: [{name: c, image: x}]
+"""
+REALISTIC = str(DATA / "realistic" / "cluster.yaml")
+
+
+@pytest.mark.parametrize("command", ["simulate", "validate"])
+def test_scenario_job_cel_compile_error(command: str, tmp_path: Path, run_cli: Any) -> None:
+    text = SCENARIO_JOBS.replace("EXPRESSION", "device.driver +").replace("POD", "q")
+    f = _files(tmp_path, scenario=text)
+    assert_bad_input(
+        run_cli(command, "-f", REALISTIC, "-f", f["scenario"]),
+        f["scenario"],
+        'Scenario "s": spec.workload.jobs[0].objects[0].spec.spec.devices.requests[0].exactly'
+        ".selectors[0].cel.expression: CEL compile error",
+    )
+
+
+def test_scenario_job_duplicate_object(tmp_path: Path, run_cli: Any) -> None:
+    text = SCENARIO_JOBS.replace("EXPRESSION", "true").replace("POD", "p")
+    f = _files(tmp_path, scenario=text)
+    assert_bad_input(
+        run_cli("simulate", "-f", REALISTIC, "-f", f["scenario"]),
+        f["scenario"],
+        'Scenario "s": spec.workload.jobs[1].objects[0]: '
+        f"duplicate object (also in {f['scenario']})",
+    )
+
+
+def test_simulate_duplicate_across_files_names_both(tmp_path: Path, run_cli: Any) -> None:
+    text = SCENARIO_JOBS.replace("EXPRESSION", "true").replace("POD", "q")
+    f = _files(tmp_path, scenario=text, a="apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n")
+    f.update(_files(tmp_path, b="apiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n"))
+    result = run_cli("simulate", "-f", f["scenario"], "-f", f["a"], "-f", f["b"])
+    assert_bad_input(result, f["b"], f'Namespace "ml": duplicate object (also in {f["a"]})')
+
+
+@pytest.mark.parametrize("command", ["scale", "why", "simulate"])
+def test_node_pool_slice_error_stops_every_command_at_load(
+    command: str, tmp_path: Path, run_cli: Any
+) -> None:
+    name = "nodepool-slice-bad-semver.yaml"
+    path = str(BAD / name)
+    assert_bad_input(run_cli(command, "-f", REALISTIC, "-f", path), path, EXPECTED[name])
+
+
+# --- migrate reads through the same parser and header checks ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nul-byte.yaml",
+        "api-version-is-a-list.yaml",
+        "duplicate-map-key.yaml",
+        "duplicate-json-key.json",
+        "list-billion-laughs.yaml",
+        "alias-cycle.yaml",
+        "list-item-is-a-list.yaml",
+        "kind-is-a-map.yaml",
+    ],
+)
+def test_migrate_bad_input(name: str, run_cli: Any) -> None:
+    path = str(BAD / name)
+    assert_bad_input(run_cli("migrate", "-f", path), path, EXPECTED[name])
+
+
+def test_migrate_nul_byte_in_a_later_document(tmp_path: Path, run_cli: Any) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(GOOD_NODE + "---\n" + GOOD_NODE.replace("node-1", "node\x00-2"))
+    assert_bad_input(
+        run_cli("migrate", "-f", str(path)),
+        str(path),
+        "invalid YAML at line 7 column 22: unacceptable character #x0000",
+    )
+
+
+def test_validate_builds_a_node_of_every_pool_as_scale_would(tmp_path: Path, run_cli: Any) -> None:
+    pool = (
+        "apiVersion: draplan.io/v1alpha1\nkind: NodePool\nmetadata: {name: copy}\n"
+        "spec: {maxNodes: 2, fromNode: no-such-node}\n"
+    )
+    f = _files(tmp_path, pool=pool)
+    assert_bad_input(
+        run_cli("validate", "-f", f["pool"]),
+        f["pool"],
+        "NodePool \"copy\": spec.fromNode: fromNode 'no-such-node' is not in the input",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            "h100: 98.32\nh100: 1\n",
+            'invalid YAML at line 2 column 1: key "h100" already set in map',
+        ),
+        ("h100: 98\x0032\n", "invalid YAML at line 1 column 9: unacceptable character #x0000"),
+        (
+            "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n"
+                for p, c in zip("abcde", "bcdef", strict=True)
+            ),
+            "document contains excessive aliasing",
+        ),
+    ],
+)
+def test_prices_file_reads_through_the_common_parser(
+    text: str, fragment: str, tmp_path: Path, run_cli: Any
+) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(text)
+    result = run_cli("scale", "-f", REALISTIC, "--prices", str(prices))
+    assert_bad_input(result, str(prices), fragment)
+
+
+@pytest.mark.parametrize(
+    ("item", "fragment"),
+    [
+        ("[1, 2]", "List: items[1]: expected an object, got list"),
+        ('"node-2"', "List: items[1]: expected an object, got str"),
+        (
+            '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "Node_2"}}',
+            'Node "Node_2": metadata.name: invalid value "Node_2"',
+        ),
+    ],
+)
+def test_json_dump_items_are_checked_on_the_fast_path(
+    item: str, fragment: str, tmp_path: Path, run_cli: Any
+) -> None:
+    path = tmp_path / "dump.json"
+    node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}'
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": [' + node + ", " + item + "]}")
+    assert_bad_input(run_cli("validate", "-f", str(path)), str(path), fragment)

@@ -51,9 +51,13 @@ def test_json_dump_loads_as_the_yaml_stream(tmp_path: Path) -> None:
 def test_odd_items_go_the_general_way(tmp_path: Path) -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n-1"}}
     nested = {"apiVersion": "v1", "kind": "List", "items": [{**node, "metadata": {"name": "n-2"}}]}
-    path = _write(tmp_path / "d.json", [None, node, [nested], nested])
+    path = _write(tmp_path / "d.json", [None, node, nested])
     loaded = [o.metadata.name for o, _ in load_objects([path])]  # type: ignore[attr-defined]
-    assert loaded == ["n-1", "n-2", "n-2"]
+    assert loaded == ["n-1", "n-2"]
+    # An item that is not an object is refused at once, never flattened (issue 19).
+    path = _write(tmp_path / "e.json", [None, node, [nested], nested])
+    with pytest.raises(BadInput, match=r": List: items\[2\]: expected an object, got list$"):
+        load_objects([path])
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import ResourceClaimTemplate
 from draplan.migrate import CheckRow, Migration, migrate
-from draplan.migrate.inputs import Loader
 from draplan.migrate.mapping import is_device_resource
 from draplan.migrate.sites import pod_sites
+from draplan.sources.yamltext import MarkedLoader as Loader
 
 HERE = DATA / "migrate"
 CLUSTER = str(HERE / "cluster.yaml")

@@ -272,11 +272,19 @@ def test_missing_path() -> None:
 
 def test_read_documents_keeps_raw_json_form(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
-    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[1, 2]\n")
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[{b: 1}, {c: 2}]\n")
     docs = list(read_documents([str(path)]))
-    # A top-level list is flattened; type checks are the codec's job, not the reader's.
-    assert [d.data for d in docs] == [node("a"), 1, 2]
+    # A top-level list is flattened; fields are the codec's job, not the reader's.
+    assert [d.data for d in docs] == [node("a"), {"b": 1}, {"c": 2}]
     assert all(d.source == str(path) for d in docs)
+
+
+def test_read_documents_refuses_an_item_that_is_not_an_object(tmp_path: Path) -> None:
+    # Refused before anything walks it: a list item could hide a billion-laughs expansion.
+    path = tmp_path / "two.yaml"
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n[{b: 1}, [2]]\n")
+    with pytest.raises(BadInput, match=r": \[1\]: expected an object, got list$"):
+        list(read_documents([str(path)]))
 
 
 def test_node_pools_in_a_labelled_configmap(tmp_path: Path) -> None:
@@ -355,3 +363,48 @@ def test_which_kinds_are_skipped(
     else:
         with pytest.raises(BadInput, match="unsupported"):
             load_objects([str(path)], notify=notes.append)
+
+
+def test_anchors_aliases_and_merge_keys_still_load(tmp_path: Path) -> None:
+    # Legitimate YAML reuse: a merge key may override what it merges (not a duplicate key).
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: node-1\n"
+        "    labels: &labels {zone: a, tier: gpu}\n"
+        "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: node-2\n"
+        "    labels:\n      <<: *labels\n      zone: b\n"
+    )
+    nodes = load_objects([str(path)])
+    assert [o.metadata.labels for o, _ in nodes] == [  # type: ignore[attr-defined]
+        {"zone": "a", "tier": "gpu"},
+        {"zone": "b", "tier": "gpu"},
+    ]
+
+
+def test_alias_expansion_is_bounded_by_size_not_by_use(tmp_path: Path) -> None:
+    # 200 aliases of a 10-item list expand 2,000 nodes: below go-yaml's ratio, accepted;
+    # 7 levels of ten aliases each expand 10^7: refused before anything walks them.
+    ok = "x: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\ny: [" + ", ".join(["*a"] * 200) + "]\n"
+    assert len(load_yaml_docs(ok)[0]["y"]) == 200
+    levels = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 8)
+    )
+    with pytest.raises(BadInput, match="document contains excessive aliasing"):
+        load_yaml_docs(levels)
+
+
+def load_yaml_docs(text: str) -> list[Any]:
+    from draplan.sources.yamltext import load_yaml
+
+    return [data for _, data in load_yaml(text, "t.yaml")]
+
+
+def test_quote_is_go_percent_q() -> None:
+    from draplan.api.errors import escape, quote
+
+    assert quote("node-1") == '"node-1"'
+    assert quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert quote("a\nb\tc\x00\x1b\u2028é") == '"a\\nb\\tc\\x00\\x1b\\u2028é"'
+    assert escape("line\nbreak") == "line\\nbreak"
+    assert "\n" not in str(BadInput("m\ne", source="f\n", kind="K\n", name="n\n", path="p\n"))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from draplan.allocator.types import AllocationError
+from draplan.api.errors import quote
 from draplan.api.quantity import Quantity
 from draplan.api.resource_v1 import (
     DeviceClass,
@@ -36,9 +38,11 @@ class RequestSpec:
     capacity: dict[str, int]
     # As written, for the form of consumedCapacity in results.
     capacity_quantities: dict[str, Quantity]
+    path: str  # of the request in its claim, e.g. spec.devices.requests[0].exactly
 
-    def where(self, claim: ResourceClaim) -> str:
-        return f"claim {claim.metadata.namespace}/{claim.metadata.name}, request {self.name}"
+    def error(self, claim: ResourceClaim, message: str, path: str = "") -> AllocationError:
+        """A fatal error of this request, located in its claim."""
+        return claim_error(claim, message, f"{self.path}.{path}" if path else self.path)
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,13 +59,24 @@ def claim_label(claim: ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
 
 
-def _compile(expressions: list[str], where: str) -> tuple[Selector, ...]:
+def claim_error(claim: ResourceClaim, message: str, path: str) -> AllocationError:
+    """A fatal error in `claim` at `path`; `allocate` adds the file it came from."""
+    return AllocationError(message, kind="ResourceClaim", name=claim_label(claim), path=path)
+
+
+def class_error(dc: DeviceClass, message: str, path: str) -> AllocationError:
+    return AllocationError(message, kind="DeviceClass", name=dc.metadata.name, path=path)
+
+
+def _compile(
+    expressions: list[str], fail: Callable[[str, str], AllocationError]
+) -> tuple[Selector, ...]:
     out = []
     for i, expr in enumerate(expressions):
         try:
             out.append(compile_selector(expr))
         except CelError as err:
-            raise AllocationError(f"{where}: selector #{i}: {err}") from None
+            raise fail(str(err), f"selectors[{i}].cel.expression") from None
     return tuple(out)
 
 
@@ -72,23 +87,26 @@ def _spec(
     name: str,
     req: ExactDeviceRequest | DeviceSubRequest,
     classes: dict[str, DeviceClass],
+    path: str,
 ) -> RequestSpec:
-    where = f"claim {claim_label(claim)}, request {name}"
+    def fail(message: str, field: str) -> AllocationError:
+        return claim_error(claim, message, f"{path}.{field}")
+
     if not req.device_class_name:
-        raise AllocationError(f"{where}: missing device class name")
+        raise fail("missing device class name", "deviceClassName")
     dc = classes.get(req.device_class_name)
     if dc is None:
-        raise AllocationError(f"{where}: device class {req.device_class_name} does not exist")
+        raise fail(f"device class {quote(req.device_class_name)} does not exist", "deviceClassName")
     class_sel = _compile(
         [s.cel.expression for s in dc.spec.selectors if s.cel is not None],
-        f"class {dc.metadata.name}",
+        lambda message, field: class_error(dc, message, f"spec.{field}"),
     )
     if any(s.cel is None for s in (*dc.spec.selectors, *req.selectors)):
-        raise AllocationError(f"{where}: CEL expression empty (unsupported selector type?)")
-    req_sel = _compile([s.cel.expression for s in req.selectors if s.cel is not None], where)
+        raise fail("CEL expression empty (unsupported selector type?)", "selectors")
+    req_sel = _compile([s.cel.expression for s in req.selectors if s.cel is not None], fail)
     mode = req.allocation_mode or "ExactCount"
     if mode not in ("ExactCount", "All"):
-        raise AllocationError(f"{where}: unsupported count mode {mode}")
+        raise fail(f"unsupported count mode {quote(mode)}", "allocationMode")
     count = req.count or 1  # API defaulting: ExactCount with count 0 means 1
     quantities = dict(req.capacity.requests) if req.capacity else {}
     capacity = {k: nanos(q) for k, q in quantities.items()}
@@ -106,6 +124,7 @@ def _spec(
         tolerations=req.tolerations,
         capacity=capacity,
         capacity_quantities=quantities,
+        path=path,
     )
 
 
@@ -136,15 +155,26 @@ def _build_slots(
 ) -> list[RequestSlot]:
     slots: list[RequestSlot] = []
     for ci, claim in enumerate(claims):
-        for req in claim.spec.devices.requests:
+        for ri, req in enumerate(claim.spec.devices.requests):
             alts: tuple[RequestSpec, ...]
+            path = f"spec.devices.requests[{ri}]"
             if req.exactly is not None:
-                alts = (_spec(ci, claim, req.name, req.name, req.exactly, classes),)
+                alts = (
+                    _spec(ci, claim, req.name, req.name, req.exactly, classes, f"{path}.exactly"),
+                )
                 slots.append(RequestSlot(ci, req.name, alts, False))
             else:
                 alts = tuple(
-                    _spec(ci, claim, req.name, f"{req.name}/{sub.name}", sub, classes)
-                    for sub in req.first_available
+                    _spec(
+                        ci,
+                        claim,
+                        req.name,
+                        f"{req.name}/{sub.name}",
+                        sub,
+                        classes,
+                        f"{path}.firstAvailable[{j}]",
+                    )
+                    for j, sub in enumerate(req.first_available)
                 )
                 slots.append(RequestSlot(ci, req.name, alts, True))
     return slots

@@ -16,12 +16,15 @@ from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     RequestSpec,
     build_slots,
+    claim_error,
     claim_label,
+    class_error,
 )
 from draplan.allocator.result import Pick, allocated_claim
 from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import AllocationError, Options, Outcome, Reason
 from draplan.api.core_v1 import Node
+from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.cel import CelError
 from draplan.cluster.devices import CounterKey, DeviceID, DeviceView, Pool, PoolID
@@ -117,17 +120,17 @@ class Search:
     def evaluate(self, spec: RequestSpec, view: DeviceView) -> bool | AllocationError:
         """Class selectors, then request selectors (§3.4); a CEL error is returned."""
         claim = self.claims[spec.claim_index]
-        for label, sels in (
-            (f"class {spec.device_class.metadata.name}", spec.class_selectors),
-            (f"claim {claim_label(claim)}", spec.selectors),
-        ):
+        for in_class, sels in ((True, spec.class_selectors), (False, spec.selectors)):
             for i, sel in enumerate(sels):
                 try:
                     if not sel.matches(view.cel):
                         return False
                 except CelError as err:
-                    device = "/".join(view.id)
-                    return AllocationError(f"{label}: selector #{i}: device {device}: {err}")
+                    message = str(err)  # names the device
+                    field = f"selectors[{i}].cel.expression"
+                    if in_class:
+                        return class_error(spec.device_class, message, f"spec.{field}")
+                    return spec.error(claim, message, field)
         return True
 
     def first_mine(self) -> AllocationError:
@@ -177,9 +180,11 @@ class Search:
             minimum[slot.claim_index] += min(self._needed(s) for s in slot.alternatives)
         for ci, n in enumerate(minimum):
             if n > MAX_DEVICES_PER_CLAIM:
-                raise AllocationError(
-                    f"claim {claim_label(self.claims[ci])}: number of requested devices {n} "
-                    f"exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}"
+                raise claim_error(
+                    self.claims[ci],
+                    f"number of requested devices {n} exceeds the claim limit of "
+                    f"{MAX_DEVICES_PER_CLAIM}",
+                    "spec.devices.requests",
                 )
 
     def _needed(self, spec: RequestSpec) -> int:
@@ -213,9 +218,10 @@ class Search:
         for pool in self.pools:
             state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
             if state:
-                raise AllocationError(
-                    f"{spec.where(claim)}: asks for all devices, but resource pool "
-                    f"{pool.id[0]}/{pool.id[1]} is currently {state}"
+                raise spec.error(
+                    claim,
+                    f"asks for all devices, but resource pool {pool.id[0]}/{pool.id[1]} is "
+                    f"currently {state}",
                 )
             for view in pool.devices:
                 if not self.selectable(spec, view):
@@ -238,7 +244,9 @@ class Search:
             claim = self.claims[spec.claim_index]
             ordered = list(prefer.order(self.state, self.node, claim, spec.name, views))
             if len(ordered) != len(views) or {id(v) for v in ordered} != {id(v) for v in views}:
-                raise ValueError(f"{spec.where(claim)}: the device preference changed the set")
+                raise ValueError(
+                    f"{claim_label(claim)} {spec.path}: the device preference changed the set"
+                )
             return ordered
         if self.options.device_order == "first-fit" or len(views) < 2:
             return views
@@ -334,9 +342,10 @@ class Search:
             if not (c.upstream_admits(view) if upstream else c.admits(view)):
                 if must and (upstream or not all(k.upstream_admits(view) for k in cons)):
                     claim = self.claims[spec.claim_index]
-                    raise AllocationError(
-                        f"{spec.where(claim)}: cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
-                        "because a claim constraint would not be satisfied"
+                    raise spec.error(
+                        claim,
+                        f"cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
+                        "because a claim constraint would not be satisfied",
                     )
                 if must:
                     raise _PairwiseOnly
@@ -565,7 +574,44 @@ def allocate(
     exactly those where upstream's search reaches it. With `tight`, those where leaving the
     device out finds no allocation but counting it in would: the error is raised only where
     every valid answer has to evaluate the failing device."""
-    opts = options or Options()
+    try:
+        return _allocate(state, node, claims, options or Options())
+    except AllocationError as err:
+        raise _located(state, claims, err) from None
+
+
+def _located(
+    state: ClusterState, claims: Sequence[ResourceClaim], err: AllocationError
+) -> BadInput:
+    """The error with the file of the object it names; a claim made from a template is
+    reported as the template's (the claim itself is in no file)."""
+    if err.source:
+        return err
+    if err.kind == "DeviceClass":
+        dc = state.device_classes.get(err.name)
+        return err.located(source=state.source_of(dc)) if dc is not None else err
+    claim = next((c for c in claims if claim_label(c) == err.name), None)
+    if claim is None:
+        return err
+    source = state.source_of(claim)
+    if source:
+        return err.located(source=source)
+    for (ns, name), template in state.claim_templates.items():
+        if template.spec.spec is claim.spec:
+            return AllocationError(
+                err.message,
+                source=state.source_of(template),
+                kind="ResourceClaimTemplate",
+                name=f"{ns}/{name}",
+                path=f"spec.{err.path}",
+            )
+    return err
+
+
+def _allocate(
+    state: ClusterState, node: Node, claims: Sequence[ResourceClaim], opts: Options
+) -> Outcome:
+    """`allocate`, its errors not yet located."""
     search = Search(state, node, claims, opts)
     search.prepare()
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from draplan.api.meta import Condition, KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, Int32, KubeStruct, ObjectMeta
 
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
@@ -14,7 +14,7 @@ class PodTemplateRef(KubeStruct, frozen=True):
 
 class PodSet(KubeStruct, frozen=True):
     pod_template_ref: PodTemplateRef
-    count: int
+    count: Int32
 
 
 class ProvisioningRequestSpec(KubeStruct, frozen=True):

@@ -23,6 +23,7 @@ from draplan.api import (
 )
 from draplan.api.errors import BadInput
 from draplan.api.meta import KubeStruct
+from draplan.api.nodepool import slice_documents, substitute
 from draplan.api.quantity import Quantity
 from draplan.api.validation import validate
 
@@ -186,19 +187,27 @@ def _not_a_name(value: Any) -> str:
     return f"expected a non-empty string, got {type(value).__name__}"
 
 
-def decode(obj: Any, *, source: str = "") -> KubeStruct:
-    """Turn one Kubernetes object in JSON form into its typed value, validated."""
+def header(obj: Any, source: str = "") -> tuple[str, str, str]:
+    """apiVersion, kind and name of an object in JSON form, the first two non-empty strings
+    (every reader checks this before it looks an object up by kind)."""
     if not isinstance(obj, dict):
         raise BadInput(f"expected an object, got {type(obj).__name__}", source=source)
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     meta = obj.get("metadata")
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    name = meta.get("name", "") if isinstance(meta, dict) else ""
+    name = name if isinstance(name, str) else ""  # not a name: decoding reports it
     if not isinstance(kind, str) or not kind:
         raise BadInput(_not_a_name(kind), source=source, name=name, path="kind")
     if not isinstance(api_version, str) or not api_version:
         raise BadInput(
             _not_a_name(api_version), source=source, kind=kind, name=name, path="apiVersion"
         )
+    return api_version, kind, name
+
+
+def decode(obj: Any, *, source: str = "") -> KubeStruct:
+    """Turn one Kubernetes object in JSON form into its typed value, validated."""
+    api_version, kind, name = header(obj, source)
     cls = KINDS.get((api_version, kind))
     if cls is None:
         known = sorted(v for (v, k) in KINDS if k == kind)
@@ -231,6 +240,8 @@ def decode(obj: Any, *, source: str = "") -> KubeStruct:
 def _validated(value: KubeStruct, source: str, kind: str, name: str) -> KubeStruct:
     try:
         validate(value)
+        if isinstance(value, draplan_v1alpha1.NodePool):
+            _check_template_slices(value)
     except BadInput as err:
         raise err.located(source=source, kind=kind, name=name) from None
     return value
@@ -275,6 +286,22 @@ def decode_json(text: bytes | str | msgspec.Raw, *, source: str = "") -> KubeStr
         return None
     meta = getattr(value, "metadata", None)
     return _validated(value, source, kind, getattr(meta, "name", ""))
+
+
+# Any valid node name: the template's slices are checked as a new node's would be.
+_SOME_NODE = "node-0"
+
+
+def _check_template_slices(pool: draplan_v1alpha1.NodePool) -> None:
+    """A NodePool's `spec.resourceSlices` are validated exactly as real ResourceSlices."""
+    specs = [to_builtins(s) for s in pool.spec.resource_slices]
+    for i, doc in enumerate(slice_documents(specs)):
+        try:
+            decode(substitute(doc, _SOME_NODE))
+        except BadInput as err:
+            inner = err.path.removeprefix("spec").lstrip(".")
+            path = f"spec.resourceSlices[{i}]" + (f".{inner}" if inner else "")
+            raise BadInput(err.message, path=path) from None
 
 
 _JSON_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)

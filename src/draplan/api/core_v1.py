@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.meta import Int32, Int64, KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
 ResourceList = dict[str, Quantity]
@@ -37,7 +37,7 @@ class Toleration(KubeStruct, frozen=True):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class NodeSpec(KubeStruct, frozen=True):
@@ -60,7 +60,7 @@ class Node(KubeStruct, frozen=True):
 
 
 class PreferredSchedulingTerm(KubeStruct, frozen=True):
-    weight: int
+    weight: Int32
     preference: NodeSelectorTerm
 
 
@@ -125,7 +125,7 @@ class PodSpec(KubeStruct, frozen=True):
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = {}
     resource_claims: tuple[PodResourceClaim, ...] = ()
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str = ""
     scheduler_name: str = ""
     workload_ref: WorkloadReference | None = None

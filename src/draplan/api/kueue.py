@@ -4,14 +4,14 @@ whether, and why not, it is admitted)."""
 
 from __future__ import annotations
 
-from draplan.api.meta import Condition, KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, Int32, KubeStruct, ObjectMeta
 
 GROUP = "kueue.x-k8s.io"
 
 
 class KueuePodSet(KubeStruct, frozen=True):
     name: str  # defaulted to "main" by the API server
-    count: int = 1
+    count: Int32 = 1
 
 
 class KueueWorkloadSpec(KubeStruct, frozen=True):

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+
+# Integer widths of the API's fields: a value the API server could not hold is refused while
+# decoding (Python's ints are unbounded; 2**64 must not reach a loop or a sum).
+Int32 = Annotated[int, msgspec.Meta(ge=-(1 << 31), le=(1 << 31) - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+NonNegativeInt64 = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]
 
 
 class KubeStruct(
@@ -26,7 +34,7 @@ class ObjectMeta(KubeStruct, frozen=True):
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
-    generation: int = 0
+    generation: NonNegativeInt64 = 0
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     labels: dict[str, str] = {}
@@ -54,4 +62,4 @@ class Condition(KubeStruct, frozen=True):
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
-    observed_generation: int = 0
+    observed_generation: NonNegativeInt64 = 0

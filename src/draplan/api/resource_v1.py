@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from draplan.api.core_v1 import NodeSelector
-from draplan.api.meta import Condition, KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, Int64, KubeStruct, NonNegativeInt64, ObjectMeta
 from draplan.api.quantity import Quantity
 
 GROUP_VERSION = "resource.k8s.io/v1"
@@ -54,8 +54,8 @@ class DeviceClass(KubeStruct, frozen=True):
 
 class ResourcePool(KubeStruct, frozen=True):
     name: str
-    generation: int = 0
-    resource_slice_count: int = 0
+    generation: NonNegativeInt64 = 0
+    resource_slice_count: Int64 = 0
 
 
 class DeviceAttribute(KubeStruct, frozen=True):
@@ -229,7 +229,7 @@ class DeviceToleration(KubeStruct, frozen=True):
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class CapacityRequirements(KubeStruct, frozen=True):
@@ -240,7 +240,7 @@ class ExactDeviceRequest(KubeStruct, frozen=True):
     device_class_name: str = ""
     selectors: tuple[DeviceSelector, ...] = ()
     allocation_mode: str = "ExactCount"
-    count: int = 0
+    count: Int64 = 0
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
@@ -251,7 +251,7 @@ class DeviceSubRequest(KubeStruct, frozen=True):
     device_class_name: str = ""
     selectors: tuple[DeviceSelector, ...] = ()
     allocation_mode: str = "ExactCount"
-    count: int = 0
+    count: Int64 = 0
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
 

@@ -3,12 +3,12 @@ coscheduling PodGroup of scheduler-plugins (scheduling.x-k8s.io)."""
 
 from __future__ import annotations
 
-from draplan.api.meta import Condition, KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, Int32, KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
 
 class GangSchedulingPolicy(KubeStruct, frozen=True):
-    min_count: int
+    min_count: Int32
 
 
 class BasicSchedulingPolicy(KubeStruct, frozen=True):
@@ -64,7 +64,7 @@ class PodGroupTemplate(KubeStruct, frozen=True):
     scheduling_policy: PodGroupPolicy = PodGroupPolicy()
     scheduling_constraints: SchedulingConstraints | None = None
     priority_class_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
 
 
 class WorkloadSpecV1Alpha2(KubeStruct, frozen=True):
@@ -135,7 +135,7 @@ class PodGroupTemplateV1Beta1(PodGroupTemplate, frozen=True):
 
 
 class CompositeGangSchedulingPolicy(KubeStruct, frozen=True):
-    min_group_count: int
+    min_group_count: Int32
 
 
 class CompositePodGroupPolicy(KubeStruct, frozen=True):
@@ -180,7 +180,7 @@ class PodGroupSpecV1Beta1(KubeStruct, frozen=True):
     resource_claims: tuple[PodGroupResourceClaim, ...] = ()
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str = ""
 
 
@@ -228,9 +228,9 @@ def template_ref(pod_group: PodGroupV1Alpha2 | PodGroupV1Beta1) -> tuple[str, st
 
 
 class CoschedulingPodGroupSpec(KubeStruct, frozen=True):
-    min_member: int = 0
+    min_member: Int32 = 0
     min_resources: dict[str, Quantity] = {}
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: Int32 | None = None
 
 
 class CoschedulingPodGroup(KubeStruct, frozen=True):
@@ -247,7 +247,7 @@ class PriorityClass(KubeStruct, frozen=True):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = ObjectMeta()
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str = ""
     description: str = ""

@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from draplan.api import (
+    autoscaling,
     clusterapi,
     core_v1,
     draplan_v1alpha1,
@@ -19,12 +20,14 @@ from draplan.api import (
     resource_v1alpha3,
     scheduling,
 )
-from draplan.api.errors import BadInput
-from draplan.api.meta import KubeStruct
+from draplan.api.errors import BadInput, quote
+from draplan.api.meta import KubeStruct, ObjectMeta
 from draplan.api.quantity import Quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# apimachinery's IsQualifiedName (name part) and IsValidLabelValue.
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Semantic Versioning 2.0.0, strict (no "v" prefix), as resource.k8s.io validates `version`.
 SEMVER = re.compile(
@@ -59,6 +62,9 @@ MAX_VALID_VALUES = 10
 MAX_POOL_NAME_LENGTH = 253
 MAX_RESERVED_FOR = 256
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_LABEL_VALUE_LENGTH = 63
+# A ProvisioningRequest stands for count pods of each pod set, and draplan builds each one.
+MAX_PROVISIONING_PODS = 100_000
 TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
 
 
@@ -68,12 +74,67 @@ def fail(path: str, message: str) -> BadInput:
 
 def check_dns_label(value: str, path: str) -> None:
     if not value or len(value) > 63 or not DNS_LABEL.match(value):
-        raise fail(path, f"invalid value {value!r}: must be a DNS label (RFC 1123)")
+        raise fail(path, f"invalid value {quote(value)}: must be a DNS label (RFC 1123)")
 
 
 def check_dns_subdomain(value: str, path: str, limit: int = 253) -> None:
     if not value or len(value) > limit or not DNS_SUBDOMAIN.match(value):
-        raise fail(path, f"invalid value {value!r}: must be a DNS subdomain of at most {limit}")
+        raise fail(
+            path, f"invalid value {quote(value)}: must be a DNS subdomain of at most {limit}"
+        )
+
+
+def check_label_key(key: str, path: str) -> None:
+    """A label or annotation key: apimachinery's IsQualifiedName, `[prefix/]name`."""
+    prefix, sep, name = key.rpartition("/")
+    ok = len(name) <= 63 and QUALIFIED_NAME.match(name) is not None and "/" not in prefix
+    if ok and sep:
+        ok = 0 < len(prefix) <= 253 and DNS_SUBDOMAIN.match(prefix) is not None
+    if not ok:
+        raise fail(
+            path,
+            f"invalid key {quote(key)}: must be an optional DNS subdomain and '/', then at most "
+            "63 alphanumeric characters, '-', '_' or '.', starting and ending alphanumeric",
+        )
+
+
+def check_label_value(value: str, path: str) -> None:
+    """apimachinery's IsValidLabelValue."""
+    if value and (len(value) > MAX_LABEL_VALUE_LENGTH or not QUALIFIED_NAME.match(value)):
+        raise fail(
+            path,
+            f"invalid value {quote(value)}: must be at most 63 alphanumeric characters, '-', "
+            "'_' or '.', starting and ending alphanumeric",
+        )
+
+
+def check_labels(labels: dict[str, str], path: str) -> None:
+    for key, value in labels.items():
+        check_label_key(key, f"{path}[{key}]")
+        check_label_value(value, f"{path}[{key}]")
+
+
+def check_metadata(meta: ObjectMeta, kind: str) -> None:
+    """ObjectMeta as the API server validates it: the name a DNS subdomain (a Namespace's a
+    DNS label), the namespace a DNS label, label and annotation keys qualified names."""
+    if meta.name:
+        if kind == "Namespace":
+            check_dns_label(meta.name, "metadata.name")
+        else:
+            check_dns_subdomain(meta.name, "metadata.name")
+    if meta.namespace:
+        check_dns_label(meta.namespace, "metadata.namespace")
+    if meta.labels:
+        check_labels(meta.labels, "metadata.labels")
+    for key in meta.annotations:
+        check_label_key(key, f"metadata.annotations[{key}]")
+
+
+def check_quantities(resources: dict[str, Quantity], path: str) -> None:
+    """ValidateResourceQuantityValue: no resource amount is negative."""
+    for name, value in resources.items():
+        if value.sign() < 0:
+            raise fail(f"{path}[{name}]", "must be greater than or equal to 0")
 
 
 def check_qualified_name(name: str, path: str, *, domain_required: bool = False) -> None:
@@ -192,6 +253,8 @@ def validate_resource_slice(rs: resource_v1.ResourceSlice) -> None:
         raise fail("spec.allNodes", "may only be true")
     if spec.per_device_node_selection is False:
         raise fail("spec.perDeviceNodeSelection", "may only be true")
+    if spec.node_name:
+        check_dns_subdomain(spec.node_name, "spec.nodeName")
     if spec.node_selector is not None:
         check_node_selector(spec.node_selector, "spec.nodeSelector", one_term=True)
     if spec.devices and spec.shared_counters:
@@ -480,6 +543,15 @@ def validate_resource_claim(claim: resource_v1.ResourceClaim) -> None:
 
 
 def validate_pod(pod: core_v1.Pod) -> None:
+    for field, containers in (
+        ("containers", pod.spec.containers),
+        ("initContainers", pod.spec.init_containers),
+    ):
+        for c, container in enumerate(containers):
+            path = f"spec.{field}[{c}].resources"
+            check_quantities(container.resources.requests, f"{path}.requests")
+            check_quantities(container.resources.limits, f"{path}.limits")
+    check_quantities(pod.spec.overhead, "spec.overhead")
     for i, rc in enumerate(pod.spec.resource_claims):
         if (rc.resource_claim_name is None) == (rc.resource_claim_template_name is None):
             raise fail(
@@ -525,6 +597,8 @@ def validate_node(node: core_v1.Node) -> None:
     text = node.metadata.labels.get(draplan_v1alpha1.PRICE_LABEL)
     if text is not None:
         check_price(text, f"metadata.labels[{draplan_v1alpha1.PRICE_LABEL}]")
+    check_quantities(node.status.capacity, "status.capacity")
+    check_quantities(node.status.allocatable, "status.allocatable")
 
 
 def validate_node_pool(pool: draplan_v1alpha1.NodePool) -> None:
@@ -537,8 +611,59 @@ def validate_node_pool(pool: draplan_v1alpha1.NodePool) -> None:
     if bool(spec.from_node) == (spec.template is not None):
         raise fail("spec", "exactly one of template or fromNode is required")
     for i, topo in enumerate(spec.topology):
-        if topo.nodes_per_domain < 0:
-            raise fail(f"spec.topology[{i}].nodesPerDomain", "must not be negative")
+        check_label_key(topo.key, f"spec.topology[{i}].key")
+    if spec.template is not None:
+        check_labels(spec.template.metadata.labels, "spec.template.metadata.labels")
+        for key in spec.template.metadata.annotations:
+            check_label_key(key, f"spec.template.metadata.annotations[{key}]")
+        check_quantities(spec.template.status.capacity, "spec.template.status.capacity")
+        check_quantities(spec.template.status.allocatable, "spec.template.status.allocatable")
+
+
+def validate_scenario(scenario: draplan_v1alpha1.Scenario) -> None:
+    """What `simulate` needs of a Scenario before it runs (the numbers' ranges are the types')."""
+    spec = scenario.spec
+    for i, policy in enumerate(spec.policies):
+        if policy not in draplan_v1alpha1.SCENARIO_POLICIES:
+            allowed = ", ".join(draplan_v1alpha1.SCENARIO_POLICIES)
+            raise fail(f"spec.policies[{i}]", f"unknown policy {quote(policy)}; one of {allowed}")
+    synthetic = spec.workload.synthetic
+    weights = (synthetic.training, synthetic.finetune, synthetic.inference) if synthetic else ()
+    if synthetic is not None and synthetic.jobs and sum(weights) <= 0:
+        raise fail("spec.workload.synthetic", "training, finetune and inference weigh nothing")
+    if synthetic is not None:
+        check_dns_label(synthetic.namespace, "spec.workload.synthetic.namespace")
+    replay = spec.workload.openb
+    if replay is not None:
+        path = "spec.workload.openb"
+        if replay.end_seconds is not None and replay.end_seconds <= replay.start_seconds:
+            raise fail(f"{path}.endSeconds", "must be after startSeconds")
+        if replay.max_nodes is not None and replay.max_nodes < replay.min_nodes:
+            raise fail(f"{path}.maxNodes", "must be greater than or equal to minNodes")
+        if replay.cluster not in ("pools", "static"):
+            raise fail(
+                f"{path}.cluster", f"unsupported value {quote(replay.cluster)}: pools or static"
+            )
+        check_dns_label(replay.namespace, f"{path}.namespace")
+
+
+def validate_scheduler_profile(profile: draplan_v1alpha1.SchedulerProfile) -> None:
+    order = profile.spec.device_order
+    if order not in ("tight", "first-fit"):
+        raise fail("spec.deviceOrder", f"unsupported value {quote(order)}: tight or first-fit")
+
+
+def validate_provisioning_request(pr: autoscaling.ProvisioningRequest) -> None:
+    total = 0
+    for i, pod_set in enumerate(pr.spec.pod_sets):
+        if pod_set.count < 1:  # the CRD's minimum
+            raise fail(f"spec.podSets[{i}].count", "must be greater than or equal to 1")
+        total += pod_set.count
+        if total > MAX_PROVISIONING_PODS:
+            raise fail(
+                f"spec.podSets[{i}].count",
+                f"the request stands for more than {MAX_PROVISIONING_PODS} pods",
+            )
 
 
 def validate_karpenter_node_pool(pool: karpenter.KarpenterNodePool) -> None:
@@ -652,11 +777,17 @@ _VALIDATORS: dict[type, object] = {
     scheduling.WorkloadV1Alpha3: validate_workload_templates,
     scheduling.PodGroupV1Beta1: validate_pod_group_v1beta1,
     scheduling.PodGroupV1Alpha3: validate_pod_group_v1beta1,
+    draplan_v1alpha1.Scenario: validate_scenario,
+    draplan_v1alpha1.SchedulerProfile: validate_scheduler_profile,
+    autoscaling.ProvisioningRequest: validate_provisioning_request,
 }
 
 
 def validate(obj: KubeStruct) -> None:
     """Raise BadInput (with a field path) if `obj` breaks a rule that matters here."""
+    meta = getattr(obj, "metadata", None)
+    if isinstance(meta, ObjectMeta):
+        check_metadata(meta, getattr(obj, "kind", ""))
     if isinstance(obj, resource_v1.ResourceClaimTemplate):
         validate_claim_spec(obj.spec.spec, "spec.spec")
         return

@@ -15,6 +15,7 @@ from draplan.api.core_v1 import Node, NodeSpec, NodeStatus
 from draplan.api.draplan_v1alpha1 import NODE_NAME_PLACEHOLDER, NodePool
 from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
+from draplan.api.nodepool import slice_documents, substitute
 from draplan.api.resource_v1 import ResourceSlice
 from draplan.cluster.nodepools import POOL_LABEL, node_pool
 from draplan.cluster.state import ClusterState
@@ -26,16 +27,6 @@ TEMPLATE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"  # as CA marks
 class NewNode:
     node: Node
     slices: tuple[ResourceSlice, ...]
-
-
-def _substitute(value: Any, name: str) -> Any:
-    if isinstance(value, str):
-        return value.replace(NODE_NAME_PLACEHOLDER, name)
-    if isinstance(value, list):
-        return [_substitute(v, name) for v in value]
-    if isinstance(value, dict):
-        return {_substitute(k, name): _substitute(v, name) for k, v in value.items()}
-    return value
 
 
 def pool_members(state: ClusterState, pool: NodePool) -> list[Node]:
@@ -58,6 +49,7 @@ def _template_from_node(
     if source is None:
         raise BadInput(
             f"fromNode {pool.spec.from_node!r} is not in the input",
+            source=state.source_of(pool),
             kind="NodePool",
             name=pool.metadata.name,
             path="spec.fromNode",
@@ -183,22 +175,7 @@ def _documents(state: ClusterState, pool: NodePool) -> tuple[dict[str, Any], lis
         assert pool.spec.template is not None
         template = to_builtins(pool.spec.template)
         slice_specs = [to_builtins(s) for s in pool.spec.resource_slices]
-    # Every slice of a pool must state how many slices the pool has, or the allocator treats
-    # the pool as incomplete and nothing ever scales from zero (autoscaler#10199).
-    per_pool = Counter((s.get("driver"), s.get("pool", {}).get("name")) for s in slice_specs)
-    docs = []
-    for i, spec in enumerate(slice_specs):
-        pool_ref = spec.setdefault("pool", {})
-        if not pool_ref.get("resourceSliceCount"):
-            pool_ref["resourceSliceCount"] = per_pool[(spec.get("driver"), pool_ref.get("name"))]
-        docs.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{NODE_NAME_PLACEHOLDER}-{spec.get('driver', 'driver')}-{i}"},
-                "spec": spec,
-            }
-        )
+    docs = slice_documents(slice_specs)
     return template, docs
 
 
@@ -224,13 +201,16 @@ def _make_node(
     slices = []
     for i, doc in enumerate(docs):
         try:
-            rs = decode(_substitute(doc, name))
+            rs = decode(substitute(doc, name))
         except BadInput as err:
+            # A fromNode pool's slices are the donor's; a template's are the pool's own.
+            inner = err.path.removeprefix("spec").lstrip(".")
             raise BadInput(
                 err.message,
+                source=state.source_of(pool),
                 kind="NodePool",
                 name=pool.metadata.name,
-                path=f"spec.resourceSlices[{i}].{err.path}".rstrip("."),
+                path=f"spec.resourceSlices[{i}]" + (f".{inner}" if inner else ""),
             ) from None
         assert isinstance(rs, ResourceSlice)
         slices.append(rs)

@@ -9,10 +9,10 @@ from types import FrameType
 
 import click
 
-from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, load_state
 from draplan.grpcplugin import Judge
-from draplan.scheduler import Scheduler, build_profile
+from draplan.scheduler import Scheduler
 
 
 @click.command("expander")
@@ -42,7 +42,7 @@ def expander(
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
 
     state = load_state(filenames)
-    judge = Judge(Scheduler(build_profile(load_profile(profile_path))))
+    judge = Judge(Scheduler(profile_from(profile_path)))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         server = start_expander_server(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from functools import partial
 
@@ -12,6 +11,7 @@ from rich.table import Table
 
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, input_settings, load_input
+from draplan.cli.interrupts import write_whole
 from draplan.migrate import TOPOLOGY_MODES, Migration
 from draplan.migrate import migrate as run_migration
 from draplan.migrate.report import (
@@ -74,9 +74,9 @@ def migrate(
         check=partial(scheduler_check, features=settings.features()) if check else None,
     )
     if output == "yaml":
-        sys.stdout.write(manifests(result))
+        write_whole(manifests(result))
     elif output == "diff":
-        sys.stdout.write(diff(result))
+        write_whole(diff(result))
     else:
         _tables(result)
 

@@ -9,7 +9,7 @@ import click
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
-from draplan.cli.cmd_schedule import gate_text, load_profile
+from draplan.cli.cmd_schedule import gate_text, profile_from
 from draplan.cli.common import (
     filename_option,
     input_settings,
@@ -20,7 +20,7 @@ from draplan.cli.common import (
 )
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import build_profile, gated_pods
+from draplan.scheduler import gated_pods
 
 
 def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -98,7 +98,7 @@ def scale(
     objects = load_input(filenames)
     state = with_derived_pools(ClusterState.from_objects(objects, features), prices_path)
     autoscaler = Autoscaler(
-        build_profile(load_profile(profile_path)),
+        profile_from(profile_path),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
         chain,
         legacy=legacy,

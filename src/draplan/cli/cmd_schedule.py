@@ -10,12 +10,12 @@ from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import decode, encode
 from draplan.api.core_v1 import Binding, ObjectReference, Pod
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
-from draplan.api.errors import BadInput
+from draplan.api.errors import BadInput, quote
 from draplan.api.meta import ObjectMeta
 from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import PodResult, Scheduler, build_profile, gated_pods
+from draplan.scheduler import PodResult, Profile, Scheduler, build_profile, gated_pods
 from draplan.sources import read_documents
 
 
@@ -28,11 +28,22 @@ def load_profile(path: str | None) -> SchedulerProfile | None:
     profile = decode(docs[0].data, source=path)
     if not isinstance(profile, SchedulerProfile):
         raise BadInput(
-            f"expected kind SchedulerProfile, got {getattr(profile, 'kind', '')}",
+            f"expected kind SchedulerProfile, got {quote(getattr(profile, 'kind', ''))}",
             source=path,
             path="kind",
         )
     return profile
+
+
+def profile_from(path: str | None) -> Profile:
+    """The scheduler profile of `--profile FILE` (the default without one); its errors name
+    the file."""
+    spec = load_profile(path)
+    try:
+        return build_profile(spec)
+    except BadInput as err:
+        name = spec.metadata.name if spec is not None else ""
+        raise err.located(source=path or "", kind="SchedulerProfile", name=name) from None
 
 
 def result_doc(r: PodResult) -> dict[str, Any]:
@@ -126,7 +137,7 @@ def schedule(
     output: str,
 ) -> None:
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
-    profile = build_profile(load_profile(profile_path))
+    profile = profile_from(profile_path)
     state = load_state(filenames, select=False)
     shown = shown_pods(state)
     gated = [p for p in gated_pods(state) if shown(key_of(p))]

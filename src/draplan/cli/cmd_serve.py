@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from draplan.api.errors import BadInput
-from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, input_settings, load_state, prices_option
-from draplan.scheduler import build_profile
 
 if TYPE_CHECKING:
     import grpc
@@ -162,7 +161,7 @@ def serve(
             "--tls-cert and --tls-key are required with --expander-listen unless "
             "--expander-insecure"
         )
-    profile = build_profile(load_profile(profile_path))
+    profile = profile_from(profile_path)
     settings = input_settings()
     poster = api_poster(resolve_config(settings.kubeconfig, settings.context)) if events else None
     model = build_model(filenames)

@@ -18,6 +18,7 @@ from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, input_settings, output_option
 from draplan.cli.common import load_input as load_cluster_input
+from draplan.cli.outfile import check_target, write_file
 from draplan.cli.output import emit_document, emit_table
 from draplan.report import ReportInfo, html_report, markdown_summary
 from draplan.report.table import headers, pending_rows, rows
@@ -36,15 +37,23 @@ def parse_policies(text: str | None) -> list[str] | None:
     return policies
 
 
+# Each seed is a whole simulation per policy: far more than anyone runs, few enough to end.
+MAX_SEEDS = 10_000
+
+
 def parse_seeds(text: str) -> list[int]:
     """ "42-45" or "1,5,9"."""
     try:
         if "-" in text:
-            lo, hi = text.split("-", 1)
-            return list(range(int(lo), int(hi) + 1))
-        return [int(s) for s in text.split(",")]
+            lo, hi = (int(part) for part in text.split("-", 1))
+            seeds: range | list[int] = range(lo, hi + 1)
+        else:
+            seeds = [int(s) for s in text.split(",")]
     except ValueError:
         raise BadInput(f"invalid seeds {text!r}: use 42-51 or 1,2,3", path="--seeds") from None
+    if not 0 < len(seeds) <= MAX_SEEDS:
+        raise BadInput(f"{len(seeds)} seeds: give 1 to {MAX_SEEDS}", path="--seeds")
+    return list(seeds)
 
 
 @contextmanager
@@ -67,21 +76,15 @@ def progress_bar(total: float) -> Iterator[Any]:
 def write_reports(
     name: str,
     results: list[SimResult],
-    html: str | None,
-    markdown: str | None,
+    html: tuple[str | None, str],
+    markdown: tuple[str | None, str],
     info: ReportInfo,
 ) -> None:
-    if html:
-        _write(html, html_report(name, results, info))
-    if markdown:
-        _write(markdown, markdown_summary(name, results, info))
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise BadInput(f"cannot write the report: {err}", source=path) from None
+    """The reports asked for, each (path, option) checked first with `check_target`."""
+    if html[0] is not None:
+        write_file(html[0], html_report(name, results, info), html[1])
+    if markdown[0] is not None:
+        write_file(markdown[0], markdown_summary(name, results, info), markdown[1])
 
 
 def date_option(func: Any) -> Any:
@@ -140,6 +143,8 @@ def simulate_cmd(
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
     info = ReportInfo.make(filenames, date)  # a bad date is reported before the runs
+    check_target(html, "--report")
+    check_target(markdown, "--markdown")
     sim = load_input(filenames, seed)
     horizon = horizon_of(sim)
     if horizon is None:  # the runs end when the work is done: a guess for the bar
@@ -147,8 +152,9 @@ def simulate_cmd(
     with progress_bar(horizon) as tick:
         results = compare(sim, parse_policies(policies), tick)
     check_started(sim, results)
-    write_reports(sim.name, results, html, markdown, info)
+    # Results first: a report that cannot be written after all (a full disk) loses nothing.
     emit_results(sim.name, results, output)
+    write_reports(sim.name, results, (html, "--report"), (markdown, "--markdown"), info)
 
 
 @click.command("report")
@@ -158,6 +164,8 @@ def simulate_cmd(
 @date_option
 def report_cmd(input_path: str, html: str, markdown: str | None, date: str | None) -> None:
     """Turn simulation results into a self-contained HTML report (and Markdown)."""
+    check_target(html, "--html")
+    check_target(markdown, "--markdown")
     try:
         doc = json.loads(Path(input_path).read_text(encoding="utf-8"))
         results = [from_dict(r) for r in doc["results"]]
@@ -166,7 +174,8 @@ def report_cmd(input_path: str, html: str, markdown: str | None, date: str | Non
         raise BadInput(
             f"not a `draplan simulate -o json` result: {err}", source=input_path
         ) from None
-    write_reports(name, results, html, markdown, ReportInfo.make([input_path], date))
+    info = ReportInfo.make([input_path], date)
+    write_reports(name, results, (html, "--html"), (markdown, "--markdown"), info)
     click.echo(f"wrote {html}" + (f" and {markdown}" if markdown else ""))
 
 
@@ -186,7 +195,14 @@ def sweep_run(args: tuple[tuple[str, ...], int, str]) -> dict[str, Any]:
 @filename_option()
 @click.option("--seeds", default="42-45", show_default=True)
 @click.option("--policies", help=f"Comma-separated subset of {', '.join(POLICIES)}.")
-@click.option("-j", "--jobs", "workers", type=int, default=0, help="Processes (0: all cores).")
+@click.option(
+    "-j",
+    "--jobs",
+    "workers",
+    type=click.IntRange(0, 1024),
+    default=0,
+    help="Processes (0: all cores).",
+)
 @click.option(
     "--executor",
     type=click.Choice(["local", "dask"]),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -11,6 +10,7 @@ import yaml
 
 from draplan.api.codec import encode
 from draplan.cli.common import filename_option, load_input
+from draplan.cli.interrupts import write_whole
 from draplan.cluster.state import ClusterState
 from draplan.sources.kuberedact import snapshot_document
 
@@ -38,9 +38,9 @@ def snapshot(filenames: tuple[str, ...], output: str, redact: bool, redact_key: 
     ClusterState.from_objects(objects)
     doc = snapshot_document([encode(obj) for obj, _ in objects], redact=redact, key=redact_key)
     if output == "json":
-        sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+        write_whole(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
     else:
-        sys.stdout.write(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
+        write_whole(yaml.dump(doc, Dumper=_Dumper, sort_keys=False))
 
 
 COMMANDS = [snapshot]

@@ -9,7 +9,7 @@ import click
 
 from draplan.audit import CATEGORIES, why
 from draplan.audit.documents import why_document
-from draplan.cli.cmd_schedule import load_profile
+from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import (
     filename_option,
     load_state,
@@ -19,7 +19,6 @@ from draplan.cli.common import (
     with_derived_pools,
 )
 from draplan.cli.output import emit_document, emit_table, no_headers
-from draplan.scheduler import build_profile
 
 
 @click.command("why")
@@ -37,7 +36,7 @@ def why_cmd(
     state = load_state(filenames, select=False)
     state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
-    diagnoses = [d for d in why(state, build_profile(load_profile(profile_path))) if shown(d.pod)]
+    diagnoses = [d for d in why(state, profile_from(profile_path)) if shown(d.pod)]
     if emit_document(why_document(diagnoses), output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)

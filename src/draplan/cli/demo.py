@@ -14,6 +14,7 @@ from draplan.api.codec import encode, yaml_text
 from draplan.api.draplan_v1alpha1 import NodePool, Scenario
 from draplan.api.errors import BadInput
 from draplan.cli.cmd_simulate import emit_results, progress_bar, write_reports
+from draplan.cli.outfile import check_target
 from draplan.report import ReportInfo
 from draplan.report.reference import all_fields
 from draplan.sim.compare import check_started, compare
@@ -84,6 +85,9 @@ def export(directory: str) -> list[Path]:
 
 def run_demo(report: str = REPORT, date: str | None = None) -> None:
     info = ReportInfo.make(["built-in demo (draplan demo --export DIR writes it)"], date)
+    check_target(report, "--report")
+    summary = str(Path(report).with_suffix(".md"))
+    check_target(summary, "--report")
     objects = [o for o in demo_objects()] + [demo_scenario()]
     sim = build_input([(o, "<demo>") for o in objects])
     click.echo(
@@ -98,6 +102,5 @@ def run_demo(report: str = REPORT, date: str | None = None) -> None:
         results = compare(sim, None, tick)
     check_started(sim, results)
     emit_results(sim.name, results, "table")
-    summary = str(Path(report).with_suffix(".md"))
-    write_reports(sim.name, results, report, summary, info)
+    write_reports(sim.name, results, (report, "--report"), (summary, "--report"), info)
     click.echo(f"\nwrote {report} and {summary}")

@@ -17,8 +17,10 @@ from draplan import __version__
 from draplan.allocator import AllocationError, Options, allocate
 from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import encode
-from draplan.api.errors import BadInput
+from draplan.api.errors import BadInput, escape
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.autoscaler.templates import make_node
+from draplan.cli import interrupts
 from draplan.cli.cmd_completion import COMPLETE_VAR
 from draplan.cli.cmd_simulate import date_option
 from draplan.cli.common import (
@@ -53,6 +55,8 @@ def validate(filenames: tuple[str, ...], output: str) -> None:
     objects = load_input(filenames)
     with gc_paused():  # the indexes of a 100 MB dump are a bulk load too
         state = ClusterState.from_objects(objects, input_settings().features())
+    for pool in state.node_pools.values():
+        make_node(state, pool, "node-0", {})  # as deep as `scale`: fromNode, slices as stamped
     kinds = Counter(
         f"{getattr(o, 'kind', '')} ({getattr(o, 'api_version', '')})" for o, _ in objects
     )
@@ -229,7 +233,9 @@ _register_command_modules()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; bad input exits 2 with one line, internal errors exit 1, no traceback."""
+    """Run the CLI; bad input exits 2 with one line, internal errors exit 1, Ctrl-C 130, no
+    traceback."""
+    previous = interrupts.install()
     try:
         cli.main(
             args=argv,
@@ -242,19 +248,29 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as err:
         err.show()
         sys.exit(EXIT_BAD_INPUT)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as err:
+        if isinstance(err.__context__, KeyboardInterrupt):
+            _interrupted()
         sys.exit(EXIT_INTERNAL)
     except (BadInput, AllocationError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        sys.exit(130)
+        _interrupted()
     except Exception as err:
         if os.environ.get("DRAPLAN_DEBUG"):
             raise
-        click.echo(f"internal error: {type(err).__name__}: {err}", err=True)
+        click.echo(f"internal error: {type(err).__name__}: {escape(str(err))}", err=True)
         sys.exit(EXIT_INTERNAL)
+    finally:
+        interrupts.restore(previous)
     sys.exit(0)
+
+
+def _interrupted() -> None:
+    """Ctrl-C seen as KeyboardInterrupt (off the main thread, the handler is not installed)."""
+    sys.stderr.write("interrupted\n")
+    sys.exit(interrupts.EXIT_INTERRUPTED)
 
 
 def _prog_name() -> str:

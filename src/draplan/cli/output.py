@@ -9,7 +9,6 @@ them.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from click.shell_completion import CompletionItem
 from draplan.api.codec import json_text, yaml_text
 from draplan.api.errors import BadInput
 from draplan.cli import jsonpath
+from draplan.cli.interrupts import write_whole
 
 FORMATS = ("table", "wide", "json", "yaml", "name")
 TEMPLATE_FORMATS = ("jsonpath", "custom-columns")
@@ -77,7 +77,7 @@ def _setting(key: str) -> Any:
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json_text(doc))
+    write_whole(json_text(doc))
 
 
 def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:
@@ -86,7 +86,7 @@ def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:
     holds whatever the count), or, when not `listed`, a lone document as itself."""
     fmt = _setting(_FORMAT_KEY) or "yaml"
     if fmt in ("yaml", "table", "wide", "json"):
-        sys.stdout.write(yaml_text(docs))
+        write_whole(yaml_text(docs))
         return
     lone = not listed and len(docs) == 1
     data = docs[0] if lone else {"apiVersion": "v1", "kind": "List", "items": list(docs)}
@@ -95,7 +95,7 @@ def emit_yaml(docs: Sequence[Any], *, listed: bool = True) -> None:
         for item in _items(data):
             click.echo(_name(item))
     elif kind == "jsonpath":
-        sys.stdout.write(jsonpath.execute(arg, data))
+        write_whole(jsonpath.execute(arg, data))
     else:
         columns = _columns(arg)
         rows = [[_cell(expr, item) for _, expr in columns] for item in _items(data)]

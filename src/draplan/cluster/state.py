@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import msgspec
 
+from draplan.api.codec import decode
 from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
-from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.draplan_v1alpha1 import NodePool, Scenario
 from draplan.api.errors import BadInput
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
@@ -123,6 +124,49 @@ def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> No
                 ) from None
 
 
+def _admit(
+    origin: dict[tuple[str, ObjectKey], str],
+    obj: KubeStruct,
+    source: str,
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
+    """One object joins a snapshot: unique by kind and name, CEL that compiles; a Scenario's
+    job objects join too (they share the cluster's names once they arrive)."""
+    kind = getattr(obj, "kind", "")
+    key = key_of(obj)
+    okey = (f"{getattr(obj, 'api_version', '')}/{kind}", key)
+    if okey in origin:
+        raise BadInput(
+            f"duplicate object (also in {origin[okey] or 'input'})",
+            source=source,
+            kind=kind,
+            name="/".join(p for p in key if p),
+        )
+    origin[okey] = source
+    check_object(obj, source, features)
+    if isinstance(obj, Scenario):
+        for i, job in enumerate(obj.spec.workload.jobs):
+            for k, doc in enumerate(job.objects):
+                try:
+                    _admit(origin, decode(doc, source=source), source, features)
+                except BadInput as err:
+                    path = f"spec.workload.jobs[{i}].objects[{k}]"
+                    raise BadInput(
+                        err.message,
+                        source=source,
+                        kind=kind,
+                        name=key[1],
+                        path=f"{path}.{err.path}" if err.path else path,
+                    ) from None
+
+
+def admit(objects: Iterable[tuple[KubeStruct, str]]) -> None:
+    """Raise BadInput where `ClusterState.from_objects` would, without building anything."""
+    origin: dict[tuple[str, ObjectKey], str] = {}
+    for obj, source in objects:
+        _admit(origin, obj, source)
+
+
 def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     """BadInput unless every CEL selector of `obj` compiles and it uses no field of a gate
     that is off: what `from_objects` checks of each object."""
@@ -201,18 +245,8 @@ class ClusterState:
         slices: list[ResourceSlice] = []
         for item in objects:
             obj, source = item if isinstance(item, tuple) else (item, "")
-            kind = getattr(obj, "kind", "")
             key = key_of(obj)
-            okey = (f"{getattr(obj, 'api_version', '')}/{kind}", key)
-            if okey in state.origin:
-                raise BadInput(
-                    f"duplicate object (also in {state.origin[okey] or 'input'})",
-                    source=source,
-                    kind=kind,
-                    name="/".join(p for p in key if p),
-                )
-            state.origin[okey] = source
-            check_object(obj, source, features)
+            _admit(state.origin, obj, source, features)
             if isinstance(obj, Node):
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):

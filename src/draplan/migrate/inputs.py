@@ -1,13 +1,13 @@
 """Input files as text: the documents of each file with their YAML node trees and positions.
 
 The rewrite edits the original text, so every document keeps its exact bytes and the node
-marks (line, column, index) say where to edit. The pure-Python loader is used because its
-marks count characters, and manifests are small.
+marks (line, column, index) say where to edit. The pure-Python loader
+(`MarkedLoader`, with every check of the common one) is used because its marks count
+characters, and manifests are small.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -18,20 +18,13 @@ from typing import Any
 
 import yaml
 
+from draplan.api.codec import header
 from draplan.api.errors import BadInput
+from draplan.api.validation import check_dns_label
+from draplan.sources.yamltext import MarkedLoader, load_json, load_yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _SEPARATOR = re.compile(r"^---(?:[ \t\r\n]|$)")
-
-
-class Loader(yaml.SafeLoader):
-    """YAML 1.1 as kubectl writes it, timestamps kept as strings (as draplan.sources does)."""
-
-
-Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass
@@ -89,28 +82,14 @@ def split_chunks(text: str) -> list[tuple[int, str]]:
     return [(a, "".join(lines[a:b])) for a, b in zip(starts, ends, strict=True)]
 
 
-def yaml_error(err: yaml.YAMLError, source: str, line_offset: int = 0) -> BadInput:
-    mark = getattr(err, "problem_mark", None)
-    where = ""
-    if mark is not None:
-        where = f"line {mark.line + 1 + line_offset} column {mark.column + 1}: "
-    problem = getattr(err, "problem", None) or str(err)
-    return BadInput(f"invalid YAML at {where}{problem}", source=source)
-
-
 def parse_chunk(text: str, source: str = "", line_offset: int = 0) -> tuple[yaml.Node | None, Any]:
     """The node tree and the plain data of a single-document text."""
-    loader = Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as err:
-        raise yaml_error(err, source, line_offset) from None
-    except RecursionError:
-        raise BadInput("document nested too deeply", source=source) from None
-    finally:
-        loader.dispose()
-    return node, data
+    docs = list(load_yaml(text, source, MarkedLoader, line_offset))
+    if len(docs) > 1:
+        raise BadInput(
+            f"invalid YAML after line {line_offset + 1}: more than one document", source=source
+        )
+    return docs[0] if docs else (None, None)
 
 
 def load_yaml_text(text: str, source: str) -> Any:
@@ -125,19 +104,70 @@ def read_files(paths: Sequence[str]) -> list[SourceFile]:
         source, text = _read(path)
         text = text.removeprefix("\ufeff")
         if text.lstrip().startswith(("{", "[")):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as err:
-                msg = f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
-                raise BadInput(msg, source=source) from None
+            data = load_json(text, source)
+            _check_objects(data, source)
             out.append(SourceFile(source, text, True, [Chunk(0, text, None, data)]))
             continue
         chunks = []
         for first, part in split_chunks(text):
             node, data = parse_chunk(part, source, first)
+            _check_objects(data, source)
             chunks.append(Chunk(first, part, node, data))
         out.append(SourceFile(source, text, False, chunks))
     return out
+
+
+def _check_objects(data: Any, source: str) -> None:
+    """Every object of a document has a string apiVersion and kind; a List holds only objects."""
+    if data is None:
+        return
+    if isinstance(data, dict) and str(data.get("kind", "")).endswith("List"):
+        items = data.get("items") or []
+        if not isinstance(items, list):
+            raise BadInput(
+                f"must be a list, got {type(items).__name__}",
+                source=source,
+                kind=str(data["kind"]),
+                path="items",
+            )
+        for i, item in enumerate(items):
+            try:
+                _check_object(item)
+            except BadInput as err:
+                raise err.located(
+                    source=source, kind=str(data["kind"]), path_prefix=f"items[{i}]"
+                ) from None
+        return
+    try:
+        _check_object(data)
+    except BadInput as err:
+        raise err.located(source=source) from None
+
+
+def _check_object(obj: Any) -> None:
+    """apiVersion and kind strings, and the metadata every rewrite names objects by."""
+    _, kind, name = header(obj)
+    meta = obj.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise BadInput(f"expected an object, got {type(meta).__name__}", kind=kind, path="metadata")
+    for field in ("name", "namespace"):
+        value = meta.get(field)
+        if value is not None and not isinstance(value, str):
+            raise BadInput(
+                f"expected str, got {type(value).__name__}",
+                kind=kind,
+                name=name,
+                path=f"metadata.{field}",
+            )
+    # Every kind's namespace is a DNS label (names differ by kind: RBAC allows `system:…`);
+    # the claim templates made for an object go into its namespace.
+    if meta.get("namespace"):
+        try:
+            check_dns_label(meta["namespace"], "metadata.namespace")
+        except BadInput as err:
+            raise err.located(kind=kind, name=name) from None
 
 
 def objects_of(data: Any) -> Iterator[tuple[tuple[str | int, ...], Any]]:

@@ -20,7 +20,8 @@ from draplan.migrate.edits import (
     block,
     get,
 )
-from draplan.migrate.inputs import Chunk, Loader, SourceFile, objects_of
+from draplan.migrate.inputs import Chunk, SourceFile, objects_of
+from draplan.sources.yamltext import MarkedLoader
 
 if TYPE_CHECKING:
     from draplan.migrate.plan import SiteResult
@@ -118,7 +119,7 @@ def _edit_yaml(
             raise Unsupported("no document")
         editor = TextEditor(chunk.text, chunk.node)
         text = _prepend(editor.apply(edits, value_at), top, editor.seq_offset, editor.newline)
-        if [d for d in yaml.load_all(text, Loader) if d is not None] == expected:
+        if [d for d in yaml.load_all(text, MarkedLoader) if d is not None] == expected:
             return text, True
     except (Unsupported, yaml.YAMLError):
         pass

@@ -9,7 +9,7 @@ import inspect
 import json
 import re
 import types
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 
@@ -48,8 +48,29 @@ def _is_ours(tp: Any) -> bool:
     )
 
 
+def _bounds(metas: tuple[Any, ...]) -> str:
+    """A field's range as the decoder enforces it (msgspec.Meta)."""
+    parts = []
+    for meta in metas:
+        if not isinstance(meta, msgspec.Meta):
+            continue
+        if isinstance(meta.le, int) and meta.ge == -meta.le - 1:
+            parts.append(f"int{meta.le.bit_length() + 1}")  # a signed integer's whole range
+            continue
+        for bound, sign in ((meta.ge, "≥"), (meta.gt, ">"), (meta.le, "≤"), (meta.lt, "<")):
+            if bound is not None:
+                parts.append(f"{sign} {bound:g}" if isinstance(bound, float) else f"{sign} {bound}")
+        if meta.max_length is not None:
+            parts.append(f"at most {meta.max_length} items")
+    return ", ".join(parts)
+
+
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
+    if origin is Annotated:
+        base, *metas = get_args(tp)
+        bounds = _bounds(tuple(metas))
+        return f"{_type_name(base)} ({bounds})" if bounds else _type_name(base)
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         return " or ".join(_type_name(a) for a in args)
@@ -86,6 +107,8 @@ def _default(f: msgspec.structs.FieldInfo) -> str:
 def _inner(tp: Any) -> Any:
     """The draplan struct a field holds (through lists and optionals), if any."""
     origin = get_origin(tp)
+    if origin is Annotated:
+        return _inner(get_args(tp)[0])
     if origin in (Union, types.UnionType, tuple):
         for arg in get_args(tp):
             found = _inner(arg)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import SCENARIO_POLICIES
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
@@ -31,10 +32,7 @@ from draplan.sim.metrics import Recorder
 from draplan.sim.stranded import StrandedMeter
 from draplan.sim.workloads import Job
 
-# legacy: draplan's planner on the device-plugin count view; dra: draplan's planner; +gang-atomic:
-# gangs placed whole; ca+…: Cluster Autoscaler's loop (its options, pod by pod on the count
-# view) choosing by its least-waste or by draplan as its gRPC expander.
-POLICIES = ("legacy", "dra", "dra+gang-atomic", "ca+least-waste", "ca+draplan-expander")
+POLICIES = SCENARIO_POLICIES
 
 ARRIVE, READY, FINISH, TICK = 0, 1, 2, 3  # same-time order: new work and nodes first
 

@@ -12,8 +12,7 @@ from draplan.api.errors import BadInput
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
-from draplan.cluster.state import key_of
-from draplan.sim.engine import POLICIES
+from draplan.cluster.state import admit, key_of
 from draplan.sim.replay import load_replay
 from draplan.sim.workloads import Job, Mix, synthetic
 
@@ -83,15 +82,7 @@ def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
         raise BadInput(f"expected exactly one draplan.io/v1alpha1 Scenario, found {len(scenarios)}")
     scenario, source = scenarios[0]
     assert isinstance(scenario, Scenario)
-    for i, policy in enumerate(scenario.spec.policies):
-        if policy not in POLICIES:
-            raise BadInput(
-                f"unknown policy {policy!r}; one of {', '.join(POLICIES)}",
-                source=source,
-                kind="Scenario",
-                name=scenario.metadata.name,
-                path=f"spec.policies[{i}]",
-            )
+    admit(objects)  # duplicates (a job's objects too) and CEL, each named with its file
     cluster = [o for o, _ in objects if not isinstance(o, Scenario)]
     workload = scenario.spec.workload
     jobs: list[Job] = []

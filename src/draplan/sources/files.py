@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 from collections import Counter
@@ -14,23 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 from draplan.api.codec import decode, decode_json, is_modelled
-from draplan.api.errors import BadInput
+from draplan.api.errors import BadInput, escape
 from draplan.api.meta import KubeStruct
-
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _KubeLoader(_BaseLoader):  # type: ignore[misc]
-    """YAML 1.1 as kubectl writes it, except timestamps stay strings (as the API returns them)."""
-
-
-_KubeLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
+from draplan.sources.yamltext import load_json, load_yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -77,48 +64,58 @@ def _expand(paths: Sequence[str]) -> Iterator[str]:
 
 
 def _parse(text: str, source: str) -> list[Any]:
-    try:
-        if text.lstrip().startswith(("{", "[")):
-            # JSON is YAML too, but the JSON parser is many times faster on big dumps.
-            try:
-                return [json.loads(text)]
-            except json.JSONDecodeError as err:
-                if source.endswith(".json"):
-                    raise BadInput(
-                        f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
-                        source=source,
-                    ) from None
-        return list(yaml.load_all(text, Loader=_KubeLoader))
-    except RecursionError:
-        raise BadInput("document nested too deeply", source=source) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise BadInput(f"invalid YAML at {where}{problem}", source=source) from None
+    if text.lstrip().startswith(("{", "[")):
+        # JSON is YAML too, but the JSON parser is many times faster on big dumps.
+        try:
+            return [load_json(text, source)]
+        except BadInput:
+            if source.endswith(".json"):
+                raise
+    return [data for _, data in load_yaml(text, source)]
 
 
 def _flatten(data: Any, source: str) -> Iterator[Document]:
-    # Iterative, so a deeply nested list cannot exhaust the Python stack.
-    stack = [data]
+    """The objects of one document: itself, or the items of a `kind: List` (or a JSON array).
+
+    Each item must be an object; a List may hold Lists. Iterative, so no nesting exhausts the
+    Python stack.
+    """
+    stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
-        data = stack.pop()
-        if data is None:
+        data, where = stack.pop()
+        if data is None:  # an empty document, or a null item
             continue
+        items: Any = None
+        kind = ""
         if _is_list(data) and "items" in data:
-            items = data.get("items") or []
+            items, kind = data.get("items") or [], str(data["kind"])
+            where = f"{where}.items" if where else "items"
             if not isinstance(items, list):
                 raise BadInput(
                     f"must be a list, got {type(items).__name__}",
                     source=source,
-                    kind=str(data["kind"]),
-                    path="items",
+                    kind=kind,
+                    path=where,
                 )
-            stack.extend(reversed(items))
-        elif isinstance(data, list):
-            stack.extend(reversed(data))
-        else:
+        elif isinstance(data, list) and not where:
+            items = data
+        elif not isinstance(data, dict):
+            raise BadInput(
+                f"expected an object, got {type(data).__name__}", source=source, path=where
+            )
+        if items is None:
             yield Document(source, data)
+            continue
+        for i in reversed(range(len(items))):
+            item = items[i]
+            if item is not None and not isinstance(item, dict):
+                raise BadInput(
+                    f"expected an object, got {type(item).__name__}",
+                    source=source,
+                    kind=kind,
+                    path=f"{where}[{i}]",
+                )
+            stack.append((item, f"{where}[{i}]"))
 
 
 def read_documents(paths: Sequence[str]) -> Iterator[Document]:
@@ -203,7 +200,7 @@ def load_files(
         if isinstance(data, dict):
             api_version, kind = data.get("apiVersion"), data.get("kind")
             if not is_modelled(api_version, kind):
-                skipped[f"{kind} ({api_version})"] += 1
+                skipped[f"{escape(str(kind))} ({escape(str(api_version))})"] += 1
                 return
         out.append((decode(data, source=doc.source), doc.source))
 
@@ -216,14 +213,21 @@ def load_files(
                 continue
             # A JSON dump: each item decoded straight to its type; an item the direct path
             # does not take goes the general way, which gives the same value or error.
-            for raw in items:
+            for i, raw in enumerate(items):
                 obj = decode_json(raw, source=source)
                 if obj is not None:
                     out.append((obj, source))
                     continue
-                for data in _parse(bytes(raw).decode(), source):
-                    for doc in _flatten(data, source):
-                        add(doc)
+                data = load_json(bytes(raw).decode(), source)
+                if data is not None and not isinstance(data, dict):
+                    raise BadInput(
+                        f"expected an object, got {type(data).__name__}",
+                        source=source,
+                        kind="List",
+                        path=f"items[{i}]",
+                    )
+                for doc in _flatten(data, source):
+                    add(doc)
     if notify is not None:
         for what, count in sorted(skipped.items()):
             notify(f"skipped {count} {what}: not a kind draplan reads")

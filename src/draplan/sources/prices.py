@@ -14,9 +14,8 @@ import io
 import math
 from pathlib import Path
 
-import yaml
-
 from draplan.api.errors import BadInput
+from draplan.sources.yamltext import load_yaml
 
 
 def _price(text: object, source: str, name: str) -> str:
@@ -33,7 +32,9 @@ def _price(text: object, source: str, name: str) -> str:
 def load_prices(path: str) -> dict[str, str]:
     """The price table in `path` (YAML mapping or CSV), prices as decimal strings."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("not UTF-8 text", source=path) from None
     except OSError as err:
         raise BadInput(err.strerror or str(err), source=path) from None
     if path.endswith(".csv"):
@@ -50,10 +51,10 @@ def load_prices(path: str) -> dict[str, str]:
                 raise BadInput("expected name,price", source=path, path=f"line {i + 1}")
             out[row[0].strip()] = _price(row[1], path, row[0].strip())
         return out
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise BadInput(f"not YAML: {err}".splitlines()[0], source=path) from None
+    docs = [data for _, data in load_yaml(text, path)]
+    if len(docs) > 1:
+        raise BadInput("expected one YAML document", source=path)
+    doc = docs[0] if docs else None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

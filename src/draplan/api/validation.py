@@ -109,9 +109,16 @@ def check_label_value(value: str, path: str) -> None:
 
 
 def check_labels(labels: dict[str, str], path: str) -> None:
-    for key, value in labels.items():
+    for pair in labels.items():
+        # A cluster repeats a few label pairs on every node and pod: each is checked once.
+        if pair in _LABELS:
+            continue
+        key, value = pair
         check_label_key(key, f"{path}[{key}]")
         check_label_value(value, f"{path}[{key}]")
+        if len(_LABELS) >= _ATTRIBUTES_KEPT:
+            _LABELS.clear()
+        _LABELS.add(pair)
 
 
 def check_metadata(meta: ObjectMeta, kind: str) -> None:
@@ -159,6 +166,7 @@ _VERSIONS: set[str] = set()
 # a long-running process sees unique values (UUIDs) come and go.
 _ATTRIBUTES: set[tuple[str, resource_v1.DeviceAttribute]] = set()
 _ATTRIBUTES_KEPT = 1 << 16
+_LABELS: set[tuple[str, str]] = set()  # label pairs found valid (bounded like _ATTRIBUTES)
 
 
 def check_max(items: Collection[object], limit: int, path: str) -> None:

@@ -184,7 +184,7 @@ class MetricsMemo:
         self.classes: dict[str, list[Selector]] = {}
         self.device_classes: dict[DeviceView, list[str]] = {}
         self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
-        self._meter_key: object = None
+        self._meter_key: tuple[object, object] = (None, None)
         self._meter: StrandedMeter | None = None
 
     def refresh(self, state: ClusterState) -> None:
@@ -198,7 +198,7 @@ class MetricsMemo:
             for name, dc in key
         }
         self.device_classes = {}
-        self._meter_key = self._meter = None
+        self._meter_key, self._meter = (None, None), None
 
     def classes_of(self, view: DeviceView) -> list[str]:
         out = self.device_classes.get(view)
@@ -228,8 +228,10 @@ class MetricsMemo:
     ) -> StrandedMeter:
         key = (tuple(sorted(classes)), tuple(shapes))
         if self._meter is None or key != self._meter_key:
-            self._meter_key = key
-            self._meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+            meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+            if self._meter is not None and key[0] == self._meter_key[0]:
+                meter.keep_from(self._meter)  # a pod came or went: the shapes' weights changed
+            self._meter_key, self._meter = key, meter
         return self._meter
 
 

@@ -167,7 +167,11 @@ class ClusterState:
         self.node_version: LayeredDict[str, int] = LayeredDict()
         self.change_log: list[str] = []
         self._clock = itertools.count(1)
+        # Per fork layer, the pools each node sees; a layer without a slice change since it
+        # was forked reads the layers below too (their Pool objects, kept by identity in
+        # the schedulers' and the metrics' memos, are still right).
         self._pool_cache: list[dict[str, tuple[Pool, ...]]] = [{}]
+        self._pool_barrier: list[bool] = [True]  # True: the layer reads no layer below
         self._tables = (
             self.nodes,
             self.pods,
@@ -253,19 +257,25 @@ class ClusterState:
         for table in self._tables:
             table.fork()
         self._pool_cache.append({})
+        self._pool_barrier.append(False)
 
     def revert(self) -> None:
         self.change_log.extend(self.node_version.top_keys())
         for table in self._tables:
             table.revert()
         self._pool_cache.pop()
+        self._pool_barrier.pop()
 
     def commit(self) -> None:
         for table in self._tables:
             table.commit()
         top = self._pool_cache.pop()
-        # A commit may have changed slices, so only the committed layer's cache stays valid.
-        self._pool_cache[-1] = top
+        if self._pool_barrier.pop():
+            # Slices changed in the committed layer: only its cache stays valid.
+            self._pool_cache[-1] = top
+            self._pool_barrier[-1] = True
+        else:
+            self._pool_cache[-1].update(top)
 
     @contextmanager
     def forked(self, *, commit: bool = False) -> Iterator[ClusterState]:
@@ -305,7 +315,7 @@ class ClusterState:
             current = self._devices.get(view.id)
             if current is None or self._generation(current) <= spec.pool.generation:
                 self._devices[view.id] = view
-        self._pool_cache[-1] = {}
+        self._slices_changed()
         self.touch(spec.node_name or "*")
 
     def remove_slice(self, name: str) -> None:
@@ -326,7 +336,7 @@ class ClusterState:
         pool_id = (spec.driver, spec.pool.name)
         rest = tuple(n for n in self._slices_by_pool.get(pool_id) or () if n != name)
         self._slices_by_pool[pool_id] = rest
-        self._pool_cache[-1] = {}
+        self._slices_changed()
         self.touch(spec.node_name or "*")
 
     def _generation(self, view: DeviceView) -> int:
@@ -345,12 +355,28 @@ class ClusterState:
 
     def pools_for_node(self, node: Node) -> tuple[Pool, ...]:
         """Pools visible from `node`, sorted by (driver, pool) as Kubernetes 1.36 does."""
-        cache = self._pool_cache[-1]
-        pools = cache.get(node.metadata.name)
-        if pools is None:
-            pools = self._gather_pools(node)
-            cache[node.metadata.name] = pools
+        name = node.metadata.name
+        caches = self._pool_cache
+        pools = caches[-1].get(name)
+        if pools is not None:
+            return pools
+        for i in range(len(caches) - 1, 0, -1):
+            if self._pool_barrier[i]:
+                break
+            pools = caches[i - 1].get(name)
+            if pools is not None:
+                return pools
+        pools = caches[-1][name] = self._gather_pools(node)
         return pools
+
+    def _slices_changed(self) -> None:
+        self._pool_cache[-1] = {}
+        self._pool_barrier[-1] = True
+
+    def _node_changed(self, name: str) -> None:
+        """Slices may select nodes by label: a replaced Node object gathers its pools again."""
+        for cache in self._pool_cache:
+            cache.pop(name, None)
 
     def _targets(self, rs: ResourceSlice, node: Node) -> bool:
         spec = rs.spec
@@ -452,8 +478,7 @@ class ClusterState:
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
-        # Slices may select nodes by label: a replaced Node object gathers its pools again.
-        self._pool_cache[-1].pop(node.metadata.name, None)
+        self._node_changed(node.metadata.name)
         self.touch(node.metadata.name)
 
     def remove_node(self, name: str) -> None:
@@ -514,7 +539,7 @@ class ClusterState:
         if self.nodes.get(name) is None:
             return
         del self.nodes[name]
-        self._pool_cache[-1].pop(name, None)
+        self._node_changed(name)
         self.touch(name)
 
     def remove_pod(self, key: ObjectKey) -> None:

@@ -28,6 +28,8 @@ def test_a_fork_reads_the_pools_below_until_a_slice_changes() -> None:
     state = _state()
     node = state.nodes[NODE]
     pools = state.pools_for_node(node)
+    other = state.nodes["gpu-h100-b"]
+    others = state.pools_for_node(other)
     everything = _devices(state)
     with state.forked():
         with state.forked():
@@ -39,8 +41,12 @@ def test_a_fork_reads_the_pools_below_until_a_slice_changes() -> None:
         state.add_slice(fewer)
         with state.forked():
             assert _devices(state) == everything[:-1]
+            assert state.pools_for_node(other) is others  # its pools are its own slices'
         assert _devices(state) == everything[:-1]
-    assert state.pools_for_node(node) is pools
+    assert _devices(state) == everything
+    kept = state.pools_for_node(node)
+    with state.forked():
+        assert state.pools_for_node(node) is kept
     with state.forked(commit=True):
         state.add_slice(fewer)
         _devices(state)

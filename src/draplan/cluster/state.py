@@ -130,6 +130,10 @@ def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     _check_gated_fields(obj, source, features)
 
 
+FEW_SLICES = 16
+"""Above this many slices in a pool, changing one forgets every node's pools (sparing the scan)."""
+
+
 class ClusterState:
     """Nodes, pods, DRA objects and the device / counter / capacity ledgers."""
 
@@ -315,7 +319,7 @@ class ClusterState:
             current = self._devices.get(view.id)
             if current is None or self._generation(current) <= spec.pool.generation:
                 self._devices[view.id] = view
-        self._slices_changed()
+        self._slices_changed(pool_id, spec.node_name)
         self.touch(spec.node_name or "*")
 
     def remove_slice(self, name: str) -> None:
@@ -336,7 +340,7 @@ class ClusterState:
         pool_id = (spec.driver, spec.pool.name)
         rest = tuple(n for n in self._slices_by_pool.get(pool_id) or () if n != name)
         self._slices_by_pool[pool_id] = rest
-        self._slices_changed()
+        self._slices_changed(pool_id, spec.node_name)
         self.touch(spec.node_name or "*")
 
     def _generation(self, view: DeviceView) -> int:
@@ -369,12 +373,24 @@ class ClusterState:
         pools = caches[-1][name] = self._gather_pools(node)
         return pools
 
-    def _slices_changed(self) -> None:
-        self._pool_cache[-1] = {}
-        self._pool_barrier[-1] = True
+    def _slices_changed(self, pool_id: PoolID, node_name: str | None) -> None:
+        """Forget the pools gathered with pool `pool_id`'s slices, one of which (for node
+        `node_name`, none when shared) changed. A node sees a node-local slice only when it is
+        its own: while the pool's slices are all node-local, only their nodes are concerned."""
+        slices = self._slices_by_pool.get(pool_id) or ()
+        nodes = {node_name or ""}
+        if len(slices) <= FEW_SLICES:
+            nodes.update(self.slices[name].spec.node_name or "" for name in slices)
+        if "" in nodes or len(slices) > FEW_SLICES:
+            self._pool_cache[-1] = {}
+            self._pool_barrier[-1] = True
+            return
+        for name in nodes:
+            self._node_changed(name)
 
     def _node_changed(self, name: str) -> None:
-        """Slices may select nodes by label: a replaced Node object gathers its pools again."""
+        """Forget the pools gathered for node `name` (dropped from every layer: gathered
+        again when asked, they are equal to those dropped where nothing changed)."""
         for cache in self._pool_cache:
             cache.pop(name, None)
 
@@ -478,6 +494,7 @@ class ClusterState:
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
+        # Slices may select nodes by label: a replaced Node object gathers its pools again.
         self._node_changed(node.metadata.name)
         self.touch(node.metadata.name)
 

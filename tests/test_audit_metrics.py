@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import audit_scenarios as sc
-from draplan.audit.metrics import metrics, workload_shapes
+from draplan.audit.metrics import MetricsMemo, metrics, workload_shapes
 from draplan.audit.stranded import RequestShape
 from draplan.cluster.fragmentation import Shape, Workload, free_state, node_fragmentation
 from draplan.cluster.podresources import node_allocatable
@@ -384,3 +384,23 @@ def test_realistic_dump_table_most_stranded_first(run_cli: Any) -> None:
     cluster = next(line for line in sections if line.split()[:1] == ["cluster"]).split()
     assert cluster[1:4] == ["28", "12", "41.1"]  # GPUs, in use, allocation %
     assert "48 (1 used)" in " ".join(cluster)  # partitions
+
+
+def test_a_kept_memo_measures_a_changed_state_as_a_fresh_measure_does() -> None:
+    """`draplan serve` keeps a MetricsMemo between audits of one state: after a pod ends
+    (its GPUs free, the shapes change) and after a device class goes, the memo's measure is
+    the fresh one."""
+    state = ClusterState.from_objects(load_objects([str(REALISTIC / "cluster.yaml")]))
+    memo = MetricsMemo()
+    before = metrics(state, memo).to_dict()
+    assert before == metrics(state).to_dict()
+    state.remove_pod(("research", "finetune-b"))
+    state.remove_claim(("research", "finetune-b-gpu"))
+    after = metrics(state, memo).to_dict()
+    assert after == metrics(state).to_dict()
+    assert after["nodes"]["gpu-h100-b"] != before["nodes"]["gpu-h100-b"]
+    del state.device_classes["mig.nvidia.com"]
+    without = metrics(state, memo).to_dict()
+    assert without == metrics(state).to_dict()
+    assert "mig.nvidia.com" in after["deviceClasses"]
+    assert "mig.nvidia.com" not in without["deviceClasses"]

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
@@ -195,8 +196,15 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
     kept.audit(state, 1)
     running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
     pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
+    node = state.nodes["gpu-l4-a"]
+    untainted = msgspec.structs.replace(node, spec=msgspec.structs.replace(node.spec, taints=()))
     for generation, change in enumerate(
-        [lambda: state.remove_pod(running[0]), lambda: state.remove_pod(pending[0])], start=2
+        [
+            lambda: state.remove_pod(running[0]),
+            lambda: state.remove_pod(pending[0]),
+            lambda: state.add_node(untainted),  # a node of another kind now
+        ],
+        start=2,
     ):
         change()
         later, fresh = kept.audit(state, generation), Auditor().audit(state, generation)

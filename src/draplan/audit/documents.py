@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from draplan.audit.metrics import metrics
+from draplan.audit.metrics import MetricsMemo, metrics
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan
@@ -28,9 +28,9 @@ def why_document(
     }
 
 
-def metrics_document(state: ClusterState) -> dict[str, Any]:
+def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> dict[str, Any]:
     """The metrics, and each resource pool in ResourcePoolStatusRequest's terms."""
-    return {**metrics(state).to_dict(), **pool_status_report(state)}
+    return {**metrics(state, memo).to_dict(), **pool_status_report(state)}
 
 
 def plan_document(

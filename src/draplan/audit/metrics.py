@@ -22,7 +22,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from draplan.api.resource_v1 import DeviceClass
 from draplan.audit.stranded import (
+    MEMO_ENTRIES,
     NodeStranded,
     RequestShape,
     StrandedMeter,
@@ -30,7 +32,7 @@ from draplan.audit.stranded import (
     pod_shape,
     typical,
 )
-from draplan.cel import CelError, compile_selector
+from draplan.cel import CelError, Selector, compile_selector
 from draplan.cluster.accelerators import Accelerator, allocated, pool_accelerators, usage
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
@@ -171,29 +173,32 @@ def pool_label(pid: PoolID) -> str:
     return f"{pid[0]}/{pid[1]}"
 
 
-class _Collector:
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
-        self.m = Metrics()
-        self.classes = {
-            name: [compile_selector(s.cel.expression) for s in dc.spec.selectors if s.cel]
-            for name, dc in sorted(state.device_classes.items())
-        }
-        self.node_pool: dict[str, str] = {}  # node: its pool's name
-        self.price: dict[str, float] = {}  # node: price per hour
+class MetricsMemo:
+    """What measuring may keep between measures of one changing state (`draplan serve`'s):
+    the classes that select each device and each pool's accelerators (values of the device
+    object and the pool object alone, while the device classes stay the same), and the
+    stranded meter while the classes and shapes it measures against stay the same."""
+
+    def __init__(self) -> None:
+        self._classes_key: object = None
+        self.classes: dict[str, list[Selector]] = {}
         self.device_classes: dict[DeviceView, list[str]] = {}
         self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
-        self.accelerator_classes: set[str] = set()  # classes that select some accelerator
+        self._meter_key: tuple[object, object] = (None, None)
+        self._meter: StrandedMeter | None = None
 
-    def scopes(self, node: str | None) -> list[Tally]:
-        """The cluster, and the node and its node pool when the device is node-local."""
-        out = [self.m.cluster]
-        if node is not None and node in self.m.nodes:
-            out.append(self.m.nodes[node])
-            pool = self.node_pool.get(node)
-            if pool is not None:
-                out.append(self.m.node_pools[pool])
-        return out
+    def refresh(self, state: ClusterState) -> None:
+        """Forget what the state's device classes no longer answer the same."""
+        key = tuple(sorted(state.device_classes.items()))
+        if key == self._classes_key:
+            return
+        self._classes_key = key
+        self.classes = {
+            name: [compile_selector(s.cel.expression) for s in dc.spec.selectors if s.cel]
+            for name, dc in key
+        }
+        self.device_classes = {}
+        self._meter_key, self._meter = (None, None), None
 
     def classes_of(self, view: DeviceView) -> list[str]:
         out = self.device_classes.get(view)
@@ -205,14 +210,52 @@ class _Collector:
                         out.append(name)
                 except CelError:
                     continue  # a selector that fails on a device does not select it
+            if len(self.device_classes) >= MEMO_ENTRIES:
+                self.device_classes.clear()
             self.device_classes[view] = out
         return out
 
     def accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
         got = self.grouped.get(pool)
         if got is None:
+            if len(self.grouped) >= MEMO_ENTRIES:
+                self.grouped.clear()
             got = self.grouped[pool] = pool_accelerators(pool)
         return got
+
+    def meter(
+        self, classes: dict[str, DeviceClass], shapes: list[tuple[RequestShape, float]]
+    ) -> StrandedMeter:
+        key = (tuple(sorted(classes)), tuple(shapes))
+        if self._meter is None or key != self._meter_key:
+            meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+            if self._meter is not None and key[0] == self._meter_key[0]:
+                meter.keep_from(self._meter)  # a pod came or went: the shapes' weights changed
+            self._meter_key, self._meter = key, meter
+        return self._meter
+
+
+class _Collector:
+    def __init__(self, state: ClusterState, memo: MetricsMemo) -> None:
+        self.state = state
+        self.m = Metrics()
+        memo.refresh(state)
+        self.memo = memo
+        self.classes_of = memo.classes_of
+        self.accelerators = memo.accelerators
+        self.node_pool: dict[str, str] = {}  # node: its pool's name
+        self.price: dict[str, float] = {}  # node: price per hour
+        self.accelerator_classes: set[str] = set()  # classes that select some accelerator
+
+    def scopes(self, node: str | None) -> list[Tally]:
+        """The cluster, and the node and its node pool when the device is node-local."""
+        out = [self.m.cluster]
+        if node is not None and node in self.m.nodes:
+            out.append(self.m.nodes[node])
+            pool = self.node_pool.get(node)
+            if pool is not None:
+                out.append(self.m.node_pools[pool])
+        return out
 
     def collect(self) -> Metrics:
         self.nodes()
@@ -292,7 +335,7 @@ class _Collector:
         state = self.state
         classes = {c: state.device_classes[c] for c in self.accelerator_classes}
         shapes = workload_shapes(state, classes)
-        meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+        meter = self.memo.meter(classes, shapes)
         asked = {s.device_class for s in meter.shapes}
         for name, node in sorted(state.nodes.items()):
             measured = meter.node(state, node)
@@ -391,15 +434,16 @@ def _counter_use(state: ClusterState, pool: Pool) -> dict[str, float]:
     return {cset: sum(f) / len(f) for cset, f in fractions.items()}
 
 
-def metrics(state: ClusterState) -> Metrics:
-    """Metrics of the state as it is (nothing is scheduled)."""
+def metrics(state: ClusterState, memo: MetricsMemo | None = None) -> Metrics:
+    """Metrics of the state as it is (nothing is scheduled); a `memo` kept from measuring the
+    same state before it changed spares measuring again what did not change."""
     collect = gc.isenabled()
     # Measuring makes a few small containers per device and node, all kept to the end: the
     # cyclic collector's passes over a large state's heap free nothing (the sources pause it
     # likewise) and cost a third of the time at 10,000 nodes.
     gc.disable()
     try:
-        return _Collector(state).collect()
+        return _Collector(state, memo or MetricsMemo()).collect()
     finally:
         if collect:
             gc.enable()

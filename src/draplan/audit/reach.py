@@ -20,6 +20,7 @@ from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.audit.fixes import twin_pool
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
+from draplan.cluster.devices import Pool
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, key_of
@@ -116,15 +117,23 @@ def node_blocks(profile: Profile, state: ClusterState, pod: Pod, node: Node) -> 
     )
 
 
-class Reacher:
-    """Reach per pod shape, over the kinds of the state's nodes (grouped once)."""
+NodeKinds = dict[str, tuple[Node, tuple[Pool, ...], bytes]]
+"""Each node's kind, with the Node object and the pools it was read from."""
 
-    def __init__(self, state: ClusterState, profile: Profile) -> None:
+
+class Reacher:
+    """Reach per pod shape, over the kinds of the state's nodes (grouped once). `kinds`, kept
+    between audits of one changing state, spares reading again the nodes that did not change."""
+
+    def __init__(
+        self, state: ClusterState, profile: Profile, kinds: NodeKinds | None = None
+    ) -> None:
         self.state = state
         self.profile = profile
         self.scheduler = Scheduler(profile)
         self._kinds: list[list[str]] | None = None
         self._memo: dict[bytes, Reach] = {}
+        self._kind_memo: NodeKinds = {} if kinds is None else kinds
 
     def blocks(self, pod: Pod, node: str) -> Blocks | None:
         return node_blocks(self.profile, self.state, pod, self.state.nodes[node])
@@ -133,10 +142,25 @@ class Reacher:
         """The state's nodes grouped by kind, each group in name order."""
         if self._kinds is None:
             groups: dict[bytes, list[str]] = {}
-            for name, node in sorted(self.state.nodes.items()):
-                groups.setdefault(self._kind(node), []).append(name)
+            nodes = sorted(self.state.nodes.items())
+            if len(self._kind_memo) > 2 * len(nodes) + 1000:  # many nodes gone since
+                kept = {name for name, _ in nodes}
+                for name in [n for n in self._kind_memo if n not in kept]:
+                    del self._kind_memo[name]
+            for name, node in nodes:
+                groups.setdefault(self._kind_of(node), []).append(name)
             self._kinds = list(groups.values())
         return self._kinds
+
+    def _kind_of(self, node: Node) -> bytes:
+        name = node.metadata.name
+        pools = self.state.pools_for_node(node)
+        hit = self._kind_memo.get(name)
+        if hit is not None and hit[0] is node and hit[1] is pools:
+            return hit[2]
+        kind = self._kind(node)
+        self._kind_memo[name] = (node, pools, kind)
+        return kind
 
     def _kind(self, node: Node) -> bytes:
         meta = node.metadata

@@ -179,6 +179,20 @@ class StrandedMeter:
         self._fits_empty: dict[tuple[int, int, tuple[tuple[int, ...], ...]], tuple[int, ...]] = {}
         self._measured: dict[object, tuple[float, Mapping[str, float]]] = {}
 
+    def keep_from(self, older: StrandedMeter) -> None:
+        """Take over the memos of a meter over the same device classes (and the same
+        `classes_of` and `grouped`) whose answers still hold for this one's shapes: when only
+        the weights changed, what each device serves and each empty accelerator takes per
+        demand, and which shapes an empty node could host."""
+        if older.demands != self.demands or older._most != self._most:
+            return
+        self._accelerator_memo = older._accelerator_memo
+        self._class_memo = older._class_memo
+        self._serves = older._serves
+        self._empty_units = older._empty_units
+        if older.shapes == self.shapes:
+            self._fits_empty = older._fits_empty
+
     def node(self, state: ClusterState, node: Node) -> NodeStranded:
         accs = node_accelerators(state, node, self._grouped)
         frees = tuple(1.0 - used(state, a) for a in accs)

@@ -33,7 +33,7 @@ from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
-from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, Reach, Reacher
+from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, NodeKinds, Reach, Reacher
 from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
@@ -134,6 +134,8 @@ class Placer(Scheduler):
 
     def __init__(self, profile: Profile | None = None) -> None:
         super().__init__(profile)
+        # Kept with the placer between audits of one state, like its evaluations.
+        self.node_kinds: NodeKinds = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
 
@@ -181,7 +183,7 @@ class Auditor:
         self.matcher = DeviceMatcher(state)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
-        self.reacher = Reacher(state, self.profile)
+        self.reacher = Reacher(state, self.profile, self.scheduler.node_kinds)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}

@@ -182,6 +182,10 @@ def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     _check_gated_fields(obj, source, features)
 
 
+FEW_SLICES = 16
+"""Above this many slices in a pool, changing one forgets every node's pools (sparing the scan)."""
+
+
 class ClusterState:
     """Nodes, pods, DRA objects and the device / counter / capacity ledgers."""
 
@@ -219,7 +223,11 @@ class ClusterState:
         self.node_version: LayeredDict[str, int] = LayeredDict()
         self.change_log: list[str] = []
         self._clock = itertools.count(1)
+        # Per fork layer, the pools each node sees; a layer without a slice change since it
+        # was forked reads the layers below too (their Pool objects, kept by identity in
+        # the schedulers' and the metrics' memos, are still right).
         self._pool_cache: list[dict[str, tuple[Pool, ...]]] = [{}]
+        self._pool_barrier: list[bool] = [True]  # True: the layer reads no layer below
         self._tables = (
             self.nodes,
             self.pods,
@@ -295,19 +303,25 @@ class ClusterState:
         for table in self._tables:
             table.fork()
         self._pool_cache.append({})
+        self._pool_barrier.append(False)
 
     def revert(self) -> None:
         self.change_log.extend(self.node_version.top_keys())
         for table in self._tables:
             table.revert()
         self._pool_cache.pop()
+        self._pool_barrier.pop()
 
     def commit(self) -> None:
         for table in self._tables:
             table.commit()
         top = self._pool_cache.pop()
-        # A commit may have changed slices, so only the committed layer's cache stays valid.
-        self._pool_cache[-1] = top
+        if self._pool_barrier.pop():
+            # Slices changed in the committed layer: only its cache stays valid.
+            self._pool_cache[-1] = top
+            self._pool_barrier[-1] = True
+        else:
+            self._pool_cache[-1].update(top)
 
     @contextmanager
     def forked(self, *, commit: bool = False) -> Iterator[ClusterState]:
@@ -347,7 +361,7 @@ class ClusterState:
             current = self._devices.get(view.id)
             if current is None or self._generation(current) <= spec.pool.generation:
                 self._devices[view.id] = view
-        self._pool_cache[-1] = {}
+        self._slices_changed(pool_id, spec.node_name)
         self.touch(spec.node_name or "*")
 
     def remove_slice(self, name: str) -> None:
@@ -368,7 +382,7 @@ class ClusterState:
         pool_id = (spec.driver, spec.pool.name)
         rest = tuple(n for n in self._slices_by_pool.get(pool_id) or () if n != name)
         self._slices_by_pool[pool_id] = rest
-        self._pool_cache[-1] = {}
+        self._slices_changed(pool_id, spec.node_name)
         self.touch(spec.node_name or "*")
 
     def _generation(self, view: DeviceView) -> int:
@@ -387,12 +401,40 @@ class ClusterState:
 
     def pools_for_node(self, node: Node) -> tuple[Pool, ...]:
         """Pools visible from `node`, sorted by (driver, pool) as Kubernetes 1.36 does."""
-        cache = self._pool_cache[-1]
-        pools = cache.get(node.metadata.name)
-        if pools is None:
-            pools = self._gather_pools(node)
-            cache[node.metadata.name] = pools
+        name = node.metadata.name
+        caches = self._pool_cache
+        pools = caches[-1].get(name)
+        if pools is not None:
+            return pools
+        for i in range(len(caches) - 1, 0, -1):
+            if self._pool_barrier[i]:
+                break
+            pools = caches[i - 1].get(name)
+            if pools is not None:
+                return pools
+        pools = caches[-1][name] = self._gather_pools(node)
         return pools
+
+    def _slices_changed(self, pool_id: PoolID, node_name: str | None) -> None:
+        """Forget the pools gathered with pool `pool_id`'s slices, one of which (for node
+        `node_name`, none when shared) changed. A node sees a node-local slice only when it is
+        its own: while the pool's slices are all node-local, only their nodes are concerned."""
+        slices = self._slices_by_pool.get(pool_id) or ()
+        nodes = {node_name or ""}
+        if len(slices) <= FEW_SLICES:
+            nodes.update(self.slices[name].spec.node_name or "" for name in slices)
+        if "" in nodes or len(slices) > FEW_SLICES:
+            self._pool_cache[-1] = {}
+            self._pool_barrier[-1] = True
+            return
+        for name in nodes:
+            self._node_changed(name)
+
+    def _node_changed(self, name: str) -> None:
+        """Forget the pools gathered for node `name` (dropped from every layer: gathered
+        again when asked, they are equal to those dropped where nothing changed)."""
+        for cache in self._pool_cache:
+            cache.pop(name, None)
 
     def _targets(self, rs: ResourceSlice, node: Node) -> bool:
         spec = rs.spec
@@ -495,7 +537,7 @@ class ClusterState:
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
         # Slices may select nodes by label: a replaced Node object gathers its pools again.
-        self._pool_cache[-1].pop(node.metadata.name, None)
+        self._node_changed(node.metadata.name)
         self.touch(node.metadata.name)
 
     def remove_node(self, name: str) -> None:
@@ -556,7 +598,7 @@ class ClusterState:
         if self.nodes.get(name) is None:
             return
         del self.nodes[name]
-        self._pool_cache[-1].pop(name, None)
+        self._node_changed(name)
         self.touch(name)
 
     def remove_pod(self, key: ObjectKey) -> None:

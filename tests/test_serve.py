@@ -268,10 +268,12 @@ def test_readiness_follows_the_model_and_metrics_keep_their_values() -> None:
 class FailingAuditor(Auditor):
     """Fails on generation 2, as a bug on some input would."""
 
-    def audit(self, state: ClusterState, generation: int) -> Answers:
+    def audit(
+        self, state: ClusterState, generation: int, lock: threading.Lock | None = None
+    ) -> Answers:
         if generation == 2:
             raise RuntimeError("a bug")
-        return super().audit(state, generation)
+        return super().audit(state, generation, lock)
 
 
 def test_a_failing_audit_keeps_the_last_answers() -> None:

@@ -52,9 +52,9 @@ def start_expander(
     loop: AuditLoop,
     profile: Profile,
 ) -> grpc.Server:
-    """CA's gRPC expander answering from the audit loop's state, under its lock (an expander
-    call waits for an audit in progress). Before the first sync an empty cluster answers:
-    no option fits, so CA falls back to its next expander."""
+    """CA's gRPC expander answering from the audit loop's state, under its lock (a call waits
+    for the step of an audit in progress: why, metrics or the plan). Before the first sync an
+    empty cluster answers: no option fits, so CA falls back to its next expander."""
     from draplan.cluster.state import ClusterState
     from draplan.grpcplugin.judge import Judge
     from draplan.grpcplugin.server import TLSRequired, start_expander_server

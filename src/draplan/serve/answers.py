@@ -4,8 +4,10 @@ published as one immutable value, so a request reads a consistent set without wa
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,19 +72,25 @@ class Auditor:
         self._derived = {} if state.node_pools else derive_pools(state, self.prices).pools
         state.node_pools.update(self._derived)
 
-    def audit(self, state: ClusterState, generation: int) -> Answers:
+    def audit(
+        self, state: ClusterState, generation: int, lock: threading.Lock | None = None
+    ) -> Answers:
+        """The answers for `state`; each step holds `lock` (another reader of the state, the
+        gRPC expander, then waits for one step, not for the whole audit)."""
         collect = gc.isenabled()
         # An audit allocates many containers, most kept until the next audit: the cyclic
         # collector's full passes over the model's heap during it (half a second of five at
         # 5,000 nodes) find little to free. It runs between audits instead.
         gc.disable()
         try:
-            return self._audit(state, generation)
+            return self._audit(state, generation, lock or nullcontext())
         finally:
             if collect:
                 gc.enable()
 
-    def _audit(self, state: ClusterState, generation: int) -> Answers:
+    def _audit(
+        self, state: ClusterState, generation: int, step: AbstractContextManager[Any]
+    ) -> Answers:
         start = time.monotonic()
         # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
         # unlike `draplan why` and `draplan scale` on the same objects.
@@ -91,13 +99,18 @@ class Auditor:
             self._state = state
             self._placer = Placer(self.profile)
             self._autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
-        self._derive_pools(state)
-        diagnoses = tuple(why(state, self.profile, self._placer))
-        metrics = metrics_document(state, self._metrics)
         autoscaler = self._autoscaler
-        _, plan = plan_document(state, autoscaler)
+        with step:
+            self._derive_pools(state)
+            diagnoses = tuple(why(state, self.profile, self._placer))
+        with step:
+            metrics = metrics_document(state, self._metrics)
+        with step:
+            _, plan = plan_document(state, autoscaler)
         docs: dict[str, Any] = {"why": why_document(diagnoses), "metrics": metrics, "plan": plan}
-        series = cluster_series(state, diagnoses, metrics, plan, self._gang_waits(state))
+        with step:
+            series = cluster_series(state, diagnoses, metrics, plan, self._gang_waits(state))
+            objects = state_objects(state)
         done = time.monotonic()
         return Answers(
             generation=generation,
@@ -106,7 +119,7 @@ class Auditor:
             diagnoses=diagnoses,
             bodies={name: json_text(docs[name]).encode() for name in DOCUMENTS},
             series=series,
-            objects=state_objects(state),
+            objects=objects,
         )
 
     def _gang_waits(self, state: ClusterState) -> list[float]:

@@ -46,8 +46,8 @@ class AuditLoop:
         self.state: ClusterState | None = None
         """The state the answers were made on; read or fork it only under `state_lock`."""
         self.state_lock = threading.Lock()
-        """Held while the audit thread syncs and audits, so another reader (the gRPC expander)
-        never sees the state mid-change."""
+        """Held while the audit thread syncs and during each step of an audit, so another
+        reader (the gRPC expander) never sees the state mid-change and waits one step at most."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(
@@ -76,19 +76,18 @@ class AuditLoop:
             with self.state_lock:
                 state, current = self.model.sync()
                 self.state = state
-                answers = None
-                if current not in (generation, failed):
-                    arrival = self.model.health().newest_event_arrival
-                    try:
-                        answers = self.auditor.audit(state, current)
-                    except Exception:
-                        # A bug on some input: logged once per generation, the last answers
-                        # stay up.
-                        log.exception(
-                            "audit of generation %d failed; keeping the last answers", current
-                        )
-                        self.errors += 1
-                        failed = current
+            answers = None
+            if current not in (generation, failed):
+                arrival = self.model.health().newest_event_arrival
+                try:
+                    answers = self.auditor.audit(state, current, self.state_lock)
+                except Exception:
+                    # A bug on some input: logged once per generation, the last answers stay up.
+                    log.exception(
+                        "audit of generation %d failed; keeping the last answers", current
+                    )
+                    self.errors += 1
+                    failed = current
             if answers is None:
                 self._stop.wait(POLL_SECONDS)
                 continue

@@ -15,8 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
-from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
@@ -24,7 +23,6 @@ from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceTaintRule,
     ResourceClaim,
-    ResourceClaimTemplate,
     ResourceSlice,
 )
 from draplan.cluster.devices import PoolID
@@ -113,20 +111,10 @@ class IncrementalState:
             self._index_claim(key, obj, +1)
         elif isinstance(obj, ResourceSlice):
             self._change_slice(state.slices.get(key[1]), obj)
-        elif isinstance(obj, DeviceTaintRule):
-            state.taint_rules[key[1]] = obj
-            self._reindex(set(self._pool_slices))
-        elif isinstance(obj, DeviceClass):
-            state.device_classes[key[1]] = obj
-            state.touch("*")
-        elif isinstance(obj, ResourceClaimTemplate):
-            state.claim_templates[key] = obj
-        elif isinstance(obj, Namespace):
-            state.namespaces[key[1]] = obj
-        elif isinstance(obj, PodTemplate):
-            state.pod_templates[key] = obj
-        elif isinstance(obj, NodePool):
-            state.node_pools[key[1]] = obj
+        elif (plain := state.plain_table(obj)) is not None:
+            table, at = plain
+            table[at] = obj
+            self._plain_changed(obj)
         else:
             self._others[origin_key(obj)] = obj
             self._others_dirty = True
@@ -147,22 +135,20 @@ class IncrementalState:
             state.remove_claim(key)
         elif isinstance(obj, ResourceSlice):
             self._change_slice(state.slices.get(key[1]), None)
-        elif isinstance(obj, DeviceTaintRule):
-            if state.taint_rules.pop(key[1], None) is not None:
-                self._reindex(set(self._pool_slices))
-        elif isinstance(obj, DeviceClass):
-            if state.device_classes.pop(key[1], None) is not None:
-                state.touch("*")
-        elif isinstance(obj, ResourceClaimTemplate):
-            state.claim_templates.pop(key, None)
-        elif isinstance(obj, Namespace):
-            state.namespaces.pop(key[1], None)
-        elif isinstance(obj, PodTemplate):
-            state.pod_templates.pop(key, None)
-        elif isinstance(obj, NodePool):
-            state.node_pools.pop(key[1], None)
+        elif (plain := state.plain_table(obj)) is not None:
+            table, at = plain
+            if table.pop(at, None) is not None:
+                self._plain_changed(obj)
         elif self._others.pop(origin_key(obj), None) is not None:
             self._others_dirty = True
+
+    def _plain_changed(self, obj: KubeStruct) -> None:
+        """What a changed taint rule or device class invalidates: the devices' taints, or every
+        node's evaluations."""
+        if isinstance(obj, DeviceTaintRule):
+            self._reindex(set(self._pool_slices))
+        elif isinstance(obj, DeviceClass):
+            self.state.touch("*")
 
     def flush(self) -> ClusterState:
         """The state with every change so far in place."""

@@ -7,9 +7,10 @@ is linear in what the fork wrote (the contract of Cluster Autoscaler's delta sna
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -186,6 +187,18 @@ FEW_SLICES = 16
 """Above this many slices in a pool, changing one forgets every node's pools (sparing the scan)."""
 
 
+# Kinds kept as they are: the ClusterState table of each, and whether it is keyed by name alone
+# (cluster-scoped) rather than by namespace and name.
+PLAIN_KINDS: dict[type, tuple[str, bool]] = {
+    DeviceTaintRule: ("taint_rules", True),
+    DeviceClass: ("device_classes", True),
+    ResourceClaimTemplate: ("claim_templates", False),
+    Namespace: ("namespaces", True),
+    PodTemplate: ("pod_templates", False),
+    NodePool: ("node_pools", True),
+}
+
+
 class ClusterState:
     """Nodes, pods, DRA objects and the device / counter / capacity ledgers."""
 
@@ -273,18 +286,9 @@ class ClusterState:
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
                 slices.append(obj)
-            elif isinstance(obj, DeviceTaintRule):
-                state.taint_rules[key[1]] = obj
-            elif isinstance(obj, DeviceClass):
-                state.device_classes[key[1]] = obj
-            elif isinstance(obj, ResourceClaimTemplate):
-                state.claim_templates[key] = obj
-            elif isinstance(obj, Namespace):
-                state.namespaces[key[1]] = obj
-            elif isinstance(obj, PodTemplate):
-                state.pod_templates[key] = obj
-            elif isinstance(obj, NodePool):
-                state.node_pools[key[1]] = obj
+            elif (plain := state.plain_table(obj)) is not None:
+                table, at = plain
+                table[at] = obj
             else:
                 state.others.append(obj)
         for rs in slices:
@@ -292,6 +296,16 @@ class ClusterState:
         for claim in claims:
             state.put_claim(claim)
         return state
+
+    def plain_table(self, obj: KubeStruct) -> tuple[MutableMapping[Any, Any], Any] | None:
+        """For an object of a kind kept as it is (no index over it), the table that holds it and
+        its key there; None for other kinds."""
+        entry = PLAIN_KINDS.get(type(obj))
+        if entry is None:
+            return None
+        attribute, by_name = entry
+        key = key_of(obj)
+        return getattr(self, attribute), key[1] if by_name else key
 
     def source_of(self, obj: KubeStruct) -> str:
         kind = f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}"

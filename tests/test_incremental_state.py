@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from draplan.api.codec import decode
 from draplan.api.meta import KubeStruct
-from draplan.cluster.incremental import IncrementalState, origin_key
-from draplan.cluster.state import ClusterState
+from draplan.cluster.incremental import IncrementalState
+from draplan.cluster.state import ClusterState, origin_key
 from generated_clusters import generate
 from state_projection import projection, schedule_outcome
 

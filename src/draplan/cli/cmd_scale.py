@@ -12,14 +12,13 @@ from draplan.autoscaler.manifests import TARGETS, manifests
 from draplan.cli.cmd_schedule import gate_text, profile_from
 from draplan.cli.common import (
     filename_option,
-    input_settings,
-    load_input,
+    load_state,
     output_option,
     prices_option,
     with_derived_pools,
 )
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import ClusterState, key_of
+from draplan.cluster.state import key_of
 from draplan.scheduler import gated_pods
 
 
@@ -94,9 +93,7 @@ def scale(
         raise click.BadParameter(
             f"unknown expander {unknown[0] if unknown else ''!r}", param_hint="--expander"
         )
-    features = input_settings().features()  # a bad flag is reported before any reading
-    objects = load_input(filenames)
-    state = with_derived_pools(ClusterState.from_objects(objects, features), prices_path)
+    state = with_derived_pools(load_state(filenames), prices_path)
     autoscaler = Autoscaler(
         profile_from(profile_path),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),

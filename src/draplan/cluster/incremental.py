@@ -26,13 +26,7 @@ from draplan.api.resource_v1 import (
     ResourceSlice,
 )
 from draplan.cluster.devices import PoolID
-from draplan.cluster.state import ClusterState, ObjectKey, key_of
-
-OriginKey = tuple[str, ObjectKey]  # ("apiVersion/kind", (namespace, name)), as `origin` keys
-
-
-def origin_key(obj: KubeStruct) -> OriginKey:
-    return (f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}", key_of(obj))
+from draplan.cluster.state import ClusterState, ObjectKey, OriginKey, key_of, origin_key
 
 
 def needs_rebuild(obj: KubeStruct) -> bool:

@@ -60,6 +60,14 @@ def key_of(obj: KubeStruct) -> ObjectKey:
     return (meta.namespace, meta.name)
 
 
+OriginKey = tuple[str, ObjectKey]  # ("apiVersion/kind", (namespace, name)), as `origin` keys
+
+
+def origin_key(obj: KubeStruct) -> OriginKey:
+    """An object's identity across kinds: two kinds may share a name."""
+    return (f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}", key_of(obj))
+
+
 def _check_gated_fields(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     """Fields of an alpha feature whose gate is off: the API server drops them, which leaves
     the object invalid or different, so their presence is an error here."""
@@ -134,7 +142,7 @@ def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> No
 
 
 def _admit(
-    origin: dict[tuple[str, ObjectKey], str],
+    origin: dict[OriginKey, str],
     obj: KubeStruct,
     source: str,
     features: FeatureGates = DEFAULT_FEATURES,
@@ -143,7 +151,7 @@ def _admit(
     job objects join too (they share the cluster's names once they arrive)."""
     kind = getattr(obj, "kind", "")
     key = key_of(obj)
-    okey = (f"{getattr(obj, 'api_version', '')}/{kind}", key)
+    okey = origin_key(obj)
     if okey in origin:
         raise BadInput(
             f"duplicate object (also in {origin[okey] or 'input'})",
@@ -171,7 +179,7 @@ def _admit(
 
 def admit(objects: Iterable[tuple[KubeStruct, str]]) -> None:
     """Raise BadInput where `ClusterState.from_objects` would, without building anything."""
-    origin: dict[tuple[str, ObjectKey], str] = {}
+    origin: dict[OriginKey, str] = {}
     for obj, source in objects:
         _admit(origin, obj, source)
 
@@ -217,7 +225,7 @@ class ClusterState:
         # The modelled cluster's version and feature gates (what it allocates and how).
         self.features: FeatureGates = DEFAULT_FEATURES
         self.others: list[KubeStruct] = []
-        self.origin: dict[tuple[str, ObjectKey], str] = {}
+        self.origin: dict[OriginKey, str] = {}
         # Derived indexes of the slices.
         self._slice_devices: LayeredDict[str, tuple[DeviceView, ...]] = LayeredDict()
         self._slices_by_node: LayeredDict[str, tuple[str, ...]] = LayeredDict()
@@ -308,8 +316,7 @@ class ClusterState:
         return getattr(self, attribute), key[1] if by_name else key
 
     def source_of(self, obj: KubeStruct) -> str:
-        kind = f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}"
-        return self.origin.get((kind, key_of(obj)), "")
+        return self.origin.get(origin_key(obj), "")
 
     # --- fork / commit / revert ----------------------------------------------------------
 

@@ -28,8 +28,8 @@ from draplan.api.errors import BadInput
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
-from draplan.cluster.incremental import IncrementalState, needs_rebuild, origin_key
-from draplan.cluster.state import ClusterState, ObjectKey, check_object
+from draplan.cluster.incremental import IncrementalState, needs_rebuild
+from draplan.cluster.state import ClusterState, ObjectKey, check_object, origin_key
 from draplan.serve.model import ModelHealth
 from draplan.serve.watch import Intake, Item, WatchOptions
 from draplan.sources.kubeclient import resolve_config

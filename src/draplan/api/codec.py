@@ -345,8 +345,17 @@ class _NoAliasDumper(yaml.SafeDumper):
 
 
 def json_text(doc: Any) -> str:
-    """A document as `-o json` prints it (and `draplan serve` sends it)."""
-    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    """A document as `-o json` prints it (and `draplan serve` sends it): `json.dumps(indent=2)`.
+
+    json.dumps indents in Python, a third as fast as compactly in C; msgspec re-indents the
+    compact text, changing whitespace only. It refuses what is not strict JSON (NaN, a lone
+    surrogate): that is left to json.dumps.
+    """
+    compact = json.dumps(doc)
+    try:
+        return msgspec.json.format(compact.encode(), indent=2).decode() + "\n"
+    except msgspec.DecodeError:
+        return json.dumps(doc, indent=2) + "\n"
 
 
 def yaml_text(docs: Sequence[Any]) -> str:

@@ -32,6 +32,7 @@ from draplan.cluster.incremental import IncrementalState, needs_rebuild
 from draplan.cluster.state import ClusterState, ObjectKey, check_object, origin_key
 from draplan.serve.model import ModelHealth
 from draplan.serve.watch import Intake, Item, WatchOptions
+from draplan.sources.files import gc_paused
 from draplan.sources.kubeclient import resolve_config
 from draplan.sources.live import RESOURCES, LiveOptions, Resource
 from draplan.sources.nodepools import holds_node_pools, node_pools_of
@@ -299,7 +300,10 @@ class LiveClusterModel:
             events, self._unsynced = self._unsynced, 0
             arrival = self._arrival
         if rebuild:
-            self._state = IncrementalState(objects, self.features)
+            # The listed objects and their state live until the next relist: frozen, the
+            # collector's full passes between audits scan only what changed since.
+            with gc_paused():
+                self._state = IncrementalState(objects, self.features)
         assert self._state is not None
         for old, new in pending.values():
             kept = {origin_key(v) for v, _ in new}

@@ -18,7 +18,7 @@ pool and class scopes only); the stranded measure is per node.
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +30,12 @@ from draplan.audit.stranded import (
     StrandedMeter,
     accelerator_classes,
     pod_shape,
+    read_set,
+    signature,
     typical,
 )
 from draplan.cel import CelError, Selector, compile_selector
+from draplan.cel.reads import Read
 from draplan.cluster.accelerators import Accelerator, allocated, pool_accelerators, usage
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
@@ -182,7 +185,9 @@ class MetricsMemo:
     def __init__(self) -> None:
         self._classes_key: object = None
         self.classes: dict[str, list[Selector]] = {}
+        self._read: frozenset[Read] | None = frozenset()
         self.device_classes: dict[DeviceView, list[str]] = {}
+        self._by_signature: dict[Hashable, list[str]] = {}
         self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
         self._meter_key: tuple[object, object] = (None, None)
         self._meter: StrandedMeter | None = None
@@ -197,22 +202,35 @@ class MetricsMemo:
             name: [compile_selector(s.cel.expression) for s in dc.spec.selectors if s.cel]
             for name, dc in key
         }
+        self._read = read_set(s.expression for sels in self.classes.values() for s in sels)
         self.device_classes = {}
+        self._by_signature = {}
         self._meter_key, self._meter = (None, None), None
 
     def classes_of(self, view: DeviceView) -> list[str]:
         out = self.device_classes.get(view)
         if out is None:
-            out = []
-            for name, selectors in self.classes.items():
-                try:
-                    if all(s.matches(view.cel) for s in selectors):
-                        out.append(name)
-                except CelError:
-                    continue  # a selector that fails on a device does not select it
+            sig = signature(view, self._read)
+            out = self._by_signature.get(sig) if sig is not None else None
+            if out is None:
+                out = self._select(view)
+                if sig is not None:
+                    if len(self._by_signature) >= MEMO_ENTRIES:
+                        self._by_signature.clear()
+                    self._by_signature[sig] = out
             if len(self.device_classes) >= MEMO_ENTRIES:
                 self.device_classes.clear()
             self.device_classes[view] = out
+        return out
+
+    def _select(self, view: DeviceView) -> list[str]:
+        out = []
+        for name, selectors in self.classes.items():
+            try:
+                if all(s.matches(view.cel) for s in selectors):
+                    out.append(name)
+            except CelError:
+                continue  # a selector that fails on a device does not select it
         return out
 
     def accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:

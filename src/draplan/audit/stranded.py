@@ -130,11 +130,17 @@ def accelerator_classes(
     return out
 
 
+Measured = tuple[tuple[Accelerator, float], ...]
+Units = tuple[tuple[int, ...], ...]
+# What a node's measure reads: relevant shapes, those lacking CPU or memory, free fractions, units.
+Inputs = tuple[tuple[int, ...], frozenset[int], tuple[float, ...], Units]
+
+
 class NodeStranded(NamedTuple):
     """A node's accelerators with their free fraction, the GPUs stranded, and how much of that
     the shapes of each device class account for."""
 
-    accelerators: tuple[tuple[Accelerator, float], ...]
+    accelerators: Measured
     stranded: float
     by_class: Mapping[str, float]
 
@@ -187,7 +193,11 @@ class StrandedMeter:
         self._none = (0,) * len(self.demands)
         # Nodes repeat: memoised by what the measure reads of them.
         self._fits_empty: dict[tuple[int, int, tuple[tuple[int, ...], ...]], tuple[int, ...]] = {}
-        self._measured: dict[object, tuple[float, Mapping[str, float]]] = {}
+        self._measured: dict[Inputs, tuple[float, Mapping[str, float]]] = {}
+        # Per node, while its version holds: its accelerators' free fractions and the key
+        # of its measure (None: nothing to strand).
+        self._state: ClusterState | None = None
+        self._nodes: dict[str, tuple[object, Measured, Inputs | None]] = {}
 
     def keep_from(self, older: StrandedMeter) -> None:
         """Take over the memos of a meter over the same device classes (and the same
@@ -205,18 +215,45 @@ class StrandedMeter:
         self._empty_alike = older._empty_alike
         if older.shapes == self.shapes:
             self._fits_empty = older._fits_empty
+            self._state, self._nodes = older._state, older._nodes
 
     def node(self, state: ClusterState, node: Node) -> NodeStranded:
+        name = node.metadata.name
+        if state is not self._state:  # node versions are one state's
+            self._state, self._nodes = state, {}
+        version = (state.version(name), node)
+        seen = self._nodes.get(name)
+        if seen is not None and seen[0] == version:
+            measured, key = seen[1], seen[2]
+        else:
+            measured, key = self._inputs(state, node)
+            if len(self._nodes) >= MEMO_ENTRIES:
+                self._nodes.clear()
+            self._nodes[name] = (version, measured, key)
+        if key is None:
+            return NodeStranded(measured, 0.0, NOTHING)
+        got = self._measured.get(key)
+        if got is None:
+            if len(self._measured) >= MEMO_ENTRIES:
+                self._measured.clear()
+            got = self._measured[key] = self._strand(*key)
+        return NodeStranded(measured, *got)
+
+    def _inputs(
+        self, state: ClusterState, node: Node
+    ) -> tuple[Measured, Inputs | None]:
+        """The node's accelerators with their free fractions, and what its measure reads
+        (None when there is nothing to strand)."""
         accs = node_accelerators(state, node, self._grouped)
         frees = tuple(1.0 - used(state, a) for a in accs)
         measured = tuple(zip(accs, frees, strict=True))
         if not self.shapes or sum(frees) <= 0:
-            return NodeStranded(measured, 0.0, NOTHING)
+            return measured, None
         alloc = node_allocatable(node)
         cpu, memory = alloc.get("cpu", 0), alloc.get("memory", 0)
         relevant = self._relevant(cpu, memory, tuple(self._empty(a) for a in accs))
         if not relevant:
-            return NodeStranded(measured, 0.0, NOTHING)
+            return measured, None
         taken = state.requested(node.metadata.name)
         cpu_free, memory_free = cpu - taken.get("cpu", 0), memory - taken.get("memory", 0)
         lacking = frozenset(
@@ -231,13 +268,7 @@ class StrandedMeter:
             self._units(state, a) if f > 0 or any(v.multi for v in a.devices) else none
             for a, f in zip(accs, frees, strict=True)
         )
-        key = (relevant, lacking, frees, now)
-        got = self._measured.get(key)
-        if got is None:
-            if len(self._measured) >= MEMO_ENTRIES:
-                self._measured.clear()
-            got = self._measured[key] = self._strand(relevant, lacking, frees, now)
-        return NodeStranded(measured, *got)
+        return measured, (relevant, lacking, frees, now)
 
     def _relevant(
         self, cpu: int, memory: int, empty: tuple[tuple[int, ...], ...]
@@ -264,7 +295,7 @@ class StrandedMeter:
         relevant: tuple[int, ...],
         lacking: frozenset[int],
         frees: tuple[float, ...],
-        now: tuple[tuple[int, ...], ...],
+        now: Units,
     ) -> tuple[float, Mapping[str, float]]:
         """F_n over the relevant shapes, and each class's part of it."""
         total_free = sum(frees)

@@ -30,7 +30,8 @@ def why_document(
 
 def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> dict[str, Any]:
     """The metrics, and each resource pool in ResourcePoolStatusRequest's terms."""
-    return {**metrics(state, memo).to_dict(), **pool_status_report(state)}
+    statuses = memo.pool_status if memo is not None else None
+    return {**metrics(state, memo).to_dict(), **pool_status_report(state, statuses)}
 
 
 def plan_document(

@@ -24,6 +24,7 @@ from typing import Any
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass, ResourceClaim
+from draplan.audit.poolstatus import PoolStatusMemo
 from draplan.audit.stranded import (
     MEMO_ENTRIES,
     NodeStranded,
@@ -276,6 +277,7 @@ class MetricsMemo:
         self._sums: dict[Scope, tuple[tuple[Tally, ...], Tally, dict[str, Any]]] = {}
         self._chunks: dict[tuple[Tally, ...], Tally] = {}
         self._chunks_used: dict[tuple[Tally, ...], Tally] = {}
+        self.pool_status = PoolStatusMemo()  # for the document's KEP-5677 part
 
     def refresh(self, state: ClusterState) -> None:
         """Forget what another state, or the state's device classes, no longer answer the

@@ -239,9 +239,7 @@ class StrandedMeter:
             got = self._measured[key] = self._strand(*key)
         return NodeStranded(measured, *got)
 
-    def _inputs(
-        self, state: ClusterState, node: Node
-    ) -> tuple[Measured, Inputs | None]:
+    def _inputs(self, state: ClusterState, node: Node) -> tuple[Measured, Inputs | None]:
         """The node's accelerators with their free fractions, and what its measure reads
         (None when there is nothing to strand)."""
         accs = node_accelerators(state, node, self._grouped)

@@ -99,6 +99,24 @@ class Tally:
         if cost is not None:
             self.stranded_cost = (self.stranded_cost or 0.0) + cost
 
+    def value(self) -> tuple[object, ...]:
+        """Every sum: equal values, equal tallies."""
+        return (
+            self.gpus,
+            self.gpus_in_use,
+            self.gpus_allocated,
+            self.partitions,
+            self.partitions_allocated,
+            self.stranded_gpus,
+            self.stranded_cost,
+            self.devices,
+            self.allocated,
+            tuple(self.counter_sets),
+            tuple((k, *v) for k, v in self.shared.items()),
+            tuple((k, s.free, s.stranded, s.cost) for k, s in self.stranded.items()),
+            self.price,
+        )
+
     def merge(self, other: Tally) -> None:
         """Add another scope's sums (a part of this one)."""
         self.gpus += other.gpus
@@ -226,16 +244,27 @@ class PoolPart:
     accelerator_classes: frozenset[str]  # the classes that select one of its GPUs
 
 
+# A node's GPUs, free GPUs per resource pool, all free GPUs, and per class asked its free GPUs
+# in all and per pool (by the pool's index): what its stranded part is made of besides its
+# measure and price.
+Layout = tuple[
+    int, tuple[float, ...], float, tuple[tuple[str, float, tuple[tuple[int, float], ...]], ...]
+]
+
+
 @dataclass(frozen=True, eq=False)
 class StrandedPart:
-    """What one node's stranded GPUs add to its scopes, its classes and its resource pools."""
+    """What one node's stranded GPUs add to its scopes, its classes and its resource pools
+    (`labels`, in order)."""
 
     measured: NodeStranded
     price: float | None
     asked: frozenset[str]
+    labels: tuple[str, ...]
+    layout: Layout
     node: Tally
     classes: tuple[tuple[str, Tally], ...]
-    pools: tuple[tuple[str, Tally], ...]
+    pools: tuple[Tally, ...]
 
 
 def _merged(parts: Iterable[Tally]) -> Tally:
@@ -274,9 +303,16 @@ class MetricsMemo:
         self.node_parts: dict[str, NodePart] = {}
         self.pool_parts: dict[Pool, PoolPart] = {}
         self.stranded_parts: dict[str, StrandedPart] = {}
-        self._sums: dict[Scope, tuple[tuple[Tally, ...], Tally, dict[str, Any]]] = {}
+        self._interned: dict[tuple[object, ...], Tally] = {}
+        self._sums: dict[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = {}
+        self._sums_used: dict[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = {}
         self._chunks: dict[tuple[Tally, ...], Tally] = {}
         self._chunks_used: dict[tuple[Tally, ...], Tally] = {}
+        # Stranded parts by what they are made of, for nodes measured alike.
+        self.stranded_values: dict[
+            object, tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]
+        ]
+        self.stranded_values = {}
         self.pool_status = PoolStatusMemo()  # for the document's KEP-5677 part
 
     def refresh(self, state: ClusterState) -> None:
@@ -372,19 +408,19 @@ class MetricsMemo:
                     pending.add(shape)
         return shapes, pending
 
-    def sum(self, scope: Scope, parts: list[Tally]) -> tuple[Tally, dict[str, Any]]:
-        """The scope's tally and its document, kept while its parts are the same objects."""
+    def sum(self, parts: list[Tally]) -> tuple[Tally, dict[str, Any]]:
+        """A scope's tally and its document, kept while its parts are the same objects (and
+        shared by the scopes whose parts are: nodes alike have their parts interned)."""
         key = tuple(parts)
-        kept = self._sums.get(scope)
-        if kept is not None and kept[0] == key:
-            return kept[1], kept[2]
-        if len(parts) <= CHUNK:
-            total = _merged(parts)
-        else:
-            total = _merged(self._chunk(key[i : i + CHUNK]) for i in range(0, len(key), CHUNK))
-        shown = total.to_dict()
-        self._sums[scope] = (key, total, shown)
-        return total, shown
+        got = self._sums.get(key)
+        if got is None:
+            if len(parts) <= CHUNK:
+                total = _merged(parts)
+            else:
+                total = _merged(self._chunk(key[i : i + CHUNK]) for i in range(0, len(key), CHUNK))
+            got = (total, total.to_dict())
+        self._sums_used[key] = got
+        return got
 
     def _chunk(self, parts: tuple[Tally, ...]) -> Tally:
         got = self._chunks.get(parts)
@@ -393,10 +429,20 @@ class MetricsMemo:
         self._chunks_used[parts] = got
         return got
 
-    def forget_unused(self, scopes: Collection[Scope]) -> None:
-        """Drop the sums of scopes gone and chunks not used by the last measure."""
-        self._sums = {s: v for s, v in self._sums.items() if s in scopes}
+    def forget_unused(self) -> None:
+        """Drop the sums and chunks the last measure did not use."""
+        self._sums, self._sums_used = self._sums_used, {}
         self._chunks, self._chunks_used = self._chunks_used, {}
+
+    def intern(self, tally: Tally) -> Tally:
+        """An equal tally seen before, if any, else this one (never changed afterwards)."""
+        key = tally.value()
+        got = self._interned.get(key)
+        if got is None:
+            if len(self._interned) >= MEMO_ENTRIES:
+                self._interned.clear()
+            got = self._interned[key] = tally
+        return got
 
 
 class _Collector:
@@ -441,8 +487,8 @@ class _Collector:
         self.stranded(nodes, accelerator_classes)
         m = Metrics()
         for scope, parts in self.parts.items():
-            m.tallies[scope], m.shown[scope] = self.memo.sum(scope, parts)
-        self.memo.forget_unused(self.parts)
+            m.tallies[scope], m.shown[scope] = self.memo.sum(parts)
+        self.memo.forget_unused()
         return m
 
     def nodes(self, nodes: list[tuple[str, Node]]) -> None:
@@ -458,6 +504,7 @@ class _Collector:
                 price = price_per_hour(state, node)
                 tally = Tally()
                 tally.add_price(price)
+                tally = memo.intern(tally)
                 part = NodePart(node, pools_key, pool_name(state, node), price, tally)
             memo.node_parts[name] = part
             if part.pool:
@@ -528,14 +575,15 @@ class _Collector:
             if here is None:
                 here = at[acc.node_name] = Tally()
             self.accelerator(acc, here, classes, gpu_classes)
+        intern = self.memo.intern
         # The pool itself has them all (one part when they are on one node).
-        whole = mine if len(at) == 1 else _merged(at.values())
+        whole = intern(mine if len(at) == 1 else _merged(at.values()))
         return PoolPart(
             where,
             key,
-            tuple(at.items()),
+            tuple((n, whole if t is mine and len(at) == 1 else intern(t)) for n, t in at.items()),
             whole,
-            tuple(sorted(classes.items())),
+            tuple((c, intern(t)) for c, t in sorted(classes.items())),
             frozenset(gpu_classes),
         )
 
@@ -570,38 +618,54 @@ class _Collector:
             measured = meter.node(state, node)
             if not measured.accelerators:
                 continue
-            price = self.price.get(name)
-            part = kept.get(name)
-            if part is None or not _same(part, measured, price, asked):
-                part = self.stranded_part(measured, price, asked)
+            part = self.stranded_part(measured, self.price.get(name), asked, kept.get(name))
             memo.stranded_parts[name] = part
             for parts in self.scopes(name):
                 parts.append(part.node)
             for c, tally in part.classes:
                 self.add(("deviceClasses", c), tally)
-            for label, tally in part.pools:
+            for label, tally in zip(part.labels, part.pools, strict=True):
                 self.add(("resourcePools", label), tally)
 
     def stranded_part(
-        self, measured: NodeStranded, price: float | None, asked: frozenset[str]
+        self,
+        measured: NodeStranded,
+        price: float | None,
+        asked: frozenset[str],
+        old: StrandedPart | None,
     ) -> StrandedPart:
-        gpus = len(measured.accelerators)
+        """The node's stranded part; `old` its last, whose layout holds while its GPUs' free
+        fractions do. Nodes of the same layout and measure share their tallies."""
+        if (
+            old is not None
+            and old.measured.accelerators is measured.accelerators
+            and old.asked == asked
+        ):
+            if (
+                old.measured.stranded == measured.stranded
+                and old.measured.by_class == measured.by_class
+                and old.price == price
+            ):
+                return old
+            labels, layout = old.labels, old.layout
+        else:
+            labels, layout = self.layout(measured, asked)
+        key = (layout, measured.stranded, tuple(measured.by_class.items()), price)
+        values = self.memo.stranded_values
+        got = values.get(key)
+        if got is None:
+            if len(values) >= MEMO_ENTRIES:
+                values.clear()
+            got = values[key] = self.stranded_tallies(layout, measured, price)
+        node, classes, pools = got
+        return StrandedPart(measured, price, asked, labels, layout, node, classes, pools)
 
-        def cost(stranded: float) -> float | None:
-            return None if price is None else price * stranded / gpus
-
-        mine = Tally()
-        mine.add_stranded(measured.stranded, cost(measured.stranded))
-        classes: dict[str, Tally] = {}
-        pools: dict[str, Tally] = {}
-
-        def pool(pid: PoolID) -> Tally:
-            label = pool_label(pid)
-            got = pools.get(label)
-            if got is None:
-                got = pools[label] = Tally()
-            return got
-
+    def layout(
+        self, measured: NodeStranded, asked: frozenset[str]
+    ) -> tuple[tuple[str, ...], Layout]:
+        """The labels of the node's resource pools, and its layout: how many GPUs, the free
+        GPUs of each pool (labels' order), all of them, and per class asked the free GPUs
+        of its devices, in all and per pool."""
         free_by_pool: dict[PoolID, float] = {}
         free_by_class: dict[tuple[PoolID, str], float] = {}
         for acc, free in measured.accelerators:
@@ -612,42 +676,59 @@ class _Collector:
                 key = (acc.pool_id, c)
                 free_by_class[key] = free_by_class.get(key, 0.0) + free
         idle = sum(free_by_pool.values())
-        for c in sorted({c for _, c in free_by_class} | set(measured.by_class)):
+        pids = sorted(free_by_pool)
+        index = {pid: i for i, pid in enumerate(pids)}
+        per_class = tuple(
+            (
+                c,
+                sum(f for (_, k), f in free_by_class.items() if k == c),
+                tuple((index[pid], f) for (pid, k), f in sorted(free_by_class.items()) if k == c),
+            )
+            for c in sorted({c for _, c in free_by_class})
+        )
+        layout = (len(measured.accelerators), tuple(free_by_pool[p] for p in pids), idle, per_class)
+        return tuple(pool_label(p) for p in pids), layout
+
+    def stranded_tallies(
+        self, layout: Layout, measured: NodeStranded, price: float | None
+    ) -> tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]:
+        """What a node of this layout and measure adds to its scopes, to each class and to
+        each of its resource pools. A node's stranded GPUs cost its price times their share
+        of its GPUs, shared among its pools in proportion to their free GPUs."""
+        gpus, pool_free, idle, per_class = layout
+
+        def cost(stranded: float) -> float | None:
+            return None if price is None else price * stranded / gpus
+
+        mine = Tally()
+        mine.add_stranded(measured.stranded, cost(measured.stranded))
+        pools = [Tally() for _ in pool_free]
+        classes = []
+        entries = {c: (free, by_pool) for c, free, by_pool in per_class}
+        for c in sorted(set(entries) | set(measured.by_class)):
             part = measured.by_class.get(c, 0.0)
-            free = sum(f for (_, k), f in free_by_class.items() if k == c)
-            dc = classes[c] = Tally()
+            free, by_pool = entries.get(c, (0.0, ()))
+            dc = Tally()
             dc.add_stranded(part, cost(part))
             for t in (mine, dc):
                 t.stranded.setdefault(c, Stranded()).add(free, part, cost(part))
-            for (pid, k), pool_free in sorted(free_by_class.items()):
-                if k == c:
-                    share = pool_free / free if free else 0.0
-                    pool(pid).stranded.setdefault(c, Stranded()).add(
-                        pool_free, part * share, _scaled(cost(part), share)
-                    )
-        for pid, pool_free in sorted(free_by_pool.items()):
-            share = pool_free / idle if idle else 0.0
-            pool(pid).add_stranded(
+            for i, in_pool in by_pool:
+                share = in_pool / free if free else 0.0
+                pools[i].stranded.setdefault(c, Stranded()).add(
+                    in_pool, part * share, _scaled(cost(part), share)
+                )
+            classes.append((c, dc))
+        for i, in_pool in enumerate(pool_free):
+            share = in_pool / idle if idle else 0.0
+            pools[i].add_stranded(
                 measured.stranded * share, _scaled(cost(measured.stranded), share)
             )
-        return StrandedPart(
-            measured, price, asked, mine, tuple(classes.items()), tuple(pools.items())
+        intern = self.memo.intern
+        return (
+            intern(mine),
+            tuple((c, intern(t)) for c, t in classes),
+            tuple(intern(t) for t in pools),
         )
-
-
-def _same(
-    part: StrandedPart, measured: NodeStranded, price: float | None, asked: frozenset[str]
-) -> bool:
-    """Would `part` be measured again the same? (the classes asked are the meter's, so kept
-    parts were made with the same ones unless the shapes' classes changed)."""
-    old = part.measured
-    return (
-        old.accelerators is measured.accelerators
-        and old.stranded == measured.stranded
-        and old.by_class == measured.by_class
-        and part.price == price
-        and asked == part.asked
-    )
 
 
 def workload_shapes(

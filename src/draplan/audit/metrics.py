@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draplan.api.core_v1 import Node, Pod
-from draplan.api.resource_v1 import DeviceClass, ResourceClaim
+from draplan.api.resource_v1 import DeviceClass
 from draplan.audit.poolstatus import PoolStatusMemo
 from draplan.audit.stranded import (
     MEMO_ENTRIES,
@@ -297,7 +297,7 @@ class MetricsMemo:
         self._meter_key: tuple[object, object] = (None, None)
         self._meter: StrandedMeter | None = None
         self._shape_classes: Collection[str] = ()
-        self._shapes: dict[ObjectKey, tuple[Pod, tuple[ResourceClaim, ...], RequestShape | None]]
+        self._shapes: dict[ObjectKey, tuple[Pod, tuple[object, ...] | None, RequestShape | None]]
         self._shapes = {}
         # What each node, resource pool and node's stranded GPUs added at the last measure.
         self.node_parts: dict[str, NodePart] = {}
@@ -392,16 +392,16 @@ class MetricsMemo:
         for key, pod in state.pods.items():
             if is_terminal(pod) or not pod.spec.resource_claims:
                 continue
-            try:
-                claims = tuple(pod_claims(state, pod))
-            except ClaimNotFound:
-                continue
+            sources = _claim_sources(state, pod)
             seen = kept.get(key)
-            if seen is not None and seen[0] is pod and seen[1] == claims:
+            if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
                 shape = seen[2]
             else:
-                shape = pod_shape(pod, claims, classes)
-            self._shapes[key] = (pod, claims, shape)
+                try:
+                    shape = pod_shape(pod, pod_claims(state, pod), classes)
+                except ClaimNotFound:
+                    shape = None
+            self._shapes[key] = (pod, sources, shape)
             if shape is not None:
                 shapes.append(shape)
                 if not pod.spec.node_name:
@@ -412,7 +412,7 @@ class MetricsMemo:
         """A scope's tally and its document, kept while its parts are the same objects (and
         shared by the scopes whose parts are: nodes alike have their parts interned)."""
         key = tuple(parts)
-        got = self._sums.get(key)
+        got = self._sums_used.get(key) or self._sums.get(key)
         if got is None:
             if len(parts) <= CHUNK:
                 total = _merged(parts)
@@ -423,7 +423,7 @@ class MetricsMemo:
         return got
 
     def _chunk(self, parts: tuple[Tally, ...]) -> Tally:
-        got = self._chunks.get(parts)
+        got = self._chunks_used.get(parts) or self._chunks.get(parts)
         if got is None:
             got = _merged(parts)
         self._chunks_used[parts] = got
@@ -729,6 +729,24 @@ class _Collector:
             tuple((c, intern(t)) for c, t in classes),
             tuple(intern(t) for t in pools),
         )
+
+
+def _claim_sources(state: ClusterState, pod: Pod) -> tuple[object, ...] | None:
+    """What `pod_claims` makes the pod's claims of: per entry the claim it names or the
+    controller made, else its template (a template's claim is built anew each time); None for
+    a pod whose PodGroup may share them."""
+    if pod.spec.scheduling_group is not None:
+        return None
+    ns = pod.metadata.namespace
+    statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    out: list[object] = []
+    for ref in pod.spec.resource_claims:
+        name = ref.resource_claim_name or statuses.get(ref.name)
+        claim = state.claims.get((ns, name)) if name else None
+        if claim is None and ref.resource_claim_name is None:
+            out.append(state.claim_templates.get((ns, ref.resource_claim_template_name or "")))
+        out.append(claim)
+    return tuple(out)
 
 
 def workload_shapes(

@@ -126,6 +126,8 @@ def _partition_summary(
 ) -> tuple[tuple[PartitionTypeStatus, ...], str]:
     # The request's default applies only where no slice with devices names an attribute.
     declares = any(rs.spec.partition_type_attribute and rs.spec.devices for rs in pool.slices)
+    if not declares and not default_attribute:
+        return (), ""  # no device names a partition type
     avail: dict[tuple[str, str], int] = {
         (cs.name, name): nanos(c.value)
         for rs in pool.slices

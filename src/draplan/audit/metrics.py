@@ -39,7 +39,13 @@ from draplan.audit.stranded import (
 )
 from draplan.cel import CelError, Selector, compile_selector
 from draplan.cel.reads import Read
-from draplan.cluster.accelerators import Accelerator, allocated, pool_accelerators, usage
+from draplan.cluster.accelerators import (
+    Accelerator,
+    allocated,
+    is_accelerator,
+    pool_accelerators,
+    usage,
+)
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.podresources import is_terminal
@@ -550,6 +556,14 @@ class _Collector:
         state = self.state
         local = {v.node_name for v in pool.devices}
         node = next(iter(local)) if len(local) == 1 else None
+        if (
+            node is not None
+            and not pool.counters
+            and not any(v.multi or v.consumes for v in pool.devices)
+        ):
+            part = self.exclusive_part(pool, node, where, key)
+            if part is not None:
+                return part
         mine = Tally()
         at = {node: mine}
         classes: dict[str, Tally] = {}
@@ -586,6 +600,48 @@ class _Collector:
             whole,
             tuple((c, intern(t)) for c, t in sorted(classes.items())),
             frozenset(gpu_classes),
+        )
+
+    def exclusive_part(
+        self, pool: Pool, node: str, where: tuple[str, ...], key: object
+    ) -> PoolPart | None:
+        """`pool_part` of a pool of one node's exclusive devices, none partitioned: each is
+        used whole or not at all and, on an accelerator driver, is a GPU of its own (the
+        same sums, counted by the classes that select the devices). None if one of them is
+        shared after all (a claim's share of it: `pool_part` measures how much)."""
+        in_use, shared_use = self.state.in_use, self.state.shared_use
+        gpus = is_accelerator(pool.id[0])
+        alike: dict[int, tuple[list[str], list[int]]] = {}  # classes: [devices, in use]
+        for view in pool.devices:
+            of = self.classes_of(view)
+            got = alike.get(id(of))
+            if got is None:
+                got = alike[id(of)] = (of, [0, 0])
+            got[1][0] += 1
+            if in_use(view.id):
+                got[1][1] += 1
+            elif shared_use(view.id) is not None:
+                return None
+        mine = Tally()
+        classes: dict[str, Tally] = {}
+        for of, (n, taken) in alike.values():
+            for t in (mine, *(classes.setdefault(c, Tally()) for c in of)):
+                t.devices += n
+                t.allocated += taken
+                if gpus:
+                    # Whole GPUs: their allocated sum is a count, exact in any order.
+                    t.gpus += n
+                    t.gpus_in_use += taken
+                    t.gpus_allocated += taken
+        intern = self.memo.intern
+        whole = intern(mine)
+        return PoolPart(
+            where,
+            key,
+            ((node, whole),),
+            whole,
+            tuple((c, intern(t)) for c, t in sorted(classes.items())),
+            frozenset(c for of, _ in alike.values() for c in of) if gpus else frozenset(),
         )
 
     def accelerator(

@@ -237,10 +237,16 @@ def _status(state: ClusterState, pool: _Pool, default_attribute: str | None) -> 
             ),
         )
     total = allocated = unavailable = 0
+    # Without DeviceTaintRules that could make one unavailable, a device's own taints say.
+    ruled = "DRADeviceTaintRules" in state.features and any(
+        r.spec.taint.effect in UNAVAILABLE_EFFECTS and r.spec.device_selector is not None
+        for r in state.taint_rules.values()
+    )
     for _, dev in pool.devices():
         total += 1
         allocated += _in_use(state, pool.driver, pool.name, dev)
-        unavailable += _unavailable(state, pool.driver, pool.name, dev)
+        if dev.taints or ruled:
+            unavailable += _unavailable(state, pool.driver, pool.name, dev)
     partitions: tuple[PartitionTypeStatus, ...] = ()
     error, shareable = "", None
     if _summaries(state):
@@ -313,7 +319,15 @@ _Kept = tuple[tuple[ResourceSlice, ...], tuple[str, ...] | None, object, dict[st
 
 
 def _bound_to(state: ClusterState, pool: _Pool) -> tuple[str, ...] | None:
-    nodes = {v.node_name for rs in pool.slices for v in state.slice_devices(rs.metadata.name)}
+    nodes = {
+        v.node_name
+        for rs in pool.slices
+        for v in (
+            state.slice_devices(rs.metadata.name)
+            if rs.spec.per_device_node_selection or not rs.spec.node_name
+            else state.slice_devices(rs.metadata.name)[:1]  # all bound to the slice's node
+        )
+    }
     if None in nodes or not nodes:
         return None
     return tuple(sorted(n for n in nodes if n is not None))

@@ -6,9 +6,12 @@ metrics document and series equal those of a fresh state built from the same obj
 from __future__ import annotations
 
 import copy
+import dataclasses
+import importlib
 import json
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,11 +19,14 @@ from draplan.api.codec import decode
 from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document
 from draplan.audit.metrics import MetricsMemo
+from draplan.audit.stranded import read_set, signature
+from draplan.cluster.devices import device_views
 from draplan.cluster.incremental import IncrementalState
 from draplan.cluster.state import ClusterState, origin_key
 from draplan.serve.series import SeriesMemo, cluster_series
 from generated_clusters import TAINT, generate
 
+metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
 CHANGING = ("Node", "ResourceSlice", "Pod", "ResourceClaim", "NodePool")
 PLAN: dict[str, Any] = {"scaleUp": []}
 
@@ -112,21 +118,52 @@ def test_kept_memos_measure_every_change_as_a_fresh_state_does(
         assert _documents(inc.flush(), memo, series) == _documents(fresh, None, None)
 
 
-def test_a_kept_memo_follows_a_pod_ending_on_a_large_generated_cluster() -> None:
-    """Many nodes of a few kinds: parts and chunk sums are shared, and still follow one
-    node's change (its document changes, the others' do not)."""
-    objects = [decode(doc) for seed in range(6) for doc in generate(seed)]
-    store = {origin_key(o): o for o in objects}
-    state = ClusterState.from_objects([(o, "src") for o in store.values()])
+def test_kept_chunk_sums_follow_pods_ending(monkeypatch: Any) -> None:
+    """Scopes summed a few parts at a time (as 10,000 nodes are, CHUNK at a time): after each
+    running pod ends, the kept sums give the fresh document, and the pod's node changed."""
+    monkeypatch.setattr(metrics_module, "CHUNK", 3)
+    objects = [(vs[0], "src") for vs in UNIVERSE]
+    state = ClusterState.from_objects(objects)
     memo = MetricsMemo()
     before = json.loads(_documents(state, memo, None)[0])
-    running = next(
-        p for _, p in sorted(state.pods.items()) if p.spec.node_name and p.spec.resource_claims
-    )
-    node = running.spec.node_name
-    state.remove_pod((running.metadata.namespace, running.metadata.name))
-    after = json.loads(_documents(state, memo, None)[0])
-    fresh_state = ClusterState.from_objects([(o, "src") for o in store.values()])
-    fresh_state.remove_pod((running.metadata.namespace, running.metadata.name))
-    assert after == json.loads(_documents(fresh_state, None, None)[0])
-    assert after["nodes"][node] != before["nodes"][node]
+    running = [p for _, p in sorted(state.pods.items()) if p.spec.node_name][:4]
+    assert running
+    for i, pod in enumerate(running):
+        state.remove_pod((pod.metadata.namespace, pod.metadata.name))
+        fresh = ClusterState.from_objects(objects)
+        for ended in running[: i + 1]:
+            fresh.remove_pod((ended.metadata.namespace, ended.metadata.name))
+        after = json.loads(_documents(state, memo, None)[0])
+        assert after == json.loads(_documents(fresh, None, None)[0])
+    assert after["nodes"][running[0].spec.node_name] != before["nodes"][running[0].spec.node_name]
+
+
+def test_exclusive_pools_are_counted_as_device_by_device(monkeypatch: Any) -> None:
+    """The shortcut for pools of one node's exclusive devices gives what counting each
+    device and GPU gives."""
+    state = ClusterState.from_objects([vs[0] for vs in UNIVERSE])
+    fast = json.dumps(metrics_document(state))
+    monkeypatch.setattr(metrics_module._Collector, "exclusive_part", lambda *_: None)
+    assert json.dumps(metrics_document(state)) == fast
+
+
+def test_devices_alike_share_a_signature_unless_a_read_is_ambiguous() -> None:
+    slices = [s for s in map(decode, generate(0)) if s.kind == "ResourceSlice"]
+    views = [v for rs in slices for v in device_views(rs)]
+    by_model = read_set(["device.attributes['gpu.example.com'].model == 'h100'"])
+    alike = {
+        (
+            v.driver,
+            v.multi,
+            tuple(v.device.capacity.items()),
+            v.consumes,
+            v.device.attributes.get("model"),
+        )
+        for v in views
+    }
+    assert len({signature(v, by_model) for v in views}) == len(alike) < len(views)
+    assert signature(views[0], None) is None
+    view = views[0]
+    both = {**view.device.attributes, "gpu.example.com/model": view.device.attributes["model"]}
+    twin = dataclasses.replace(view, device=msgspec.structs.replace(view.device, attributes=both))
+    assert signature(twin, by_model) is None

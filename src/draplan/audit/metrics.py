@@ -21,7 +21,7 @@ import gc
 from collections.abc import Collection, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass
@@ -201,6 +201,8 @@ Scope = tuple[str, str]  # (the document's section, the name in it)
 CLUSTER: Scope = ("cluster", "")
 SECTIONS = ("deviceClasses", "nodePools", "resourcePools", "nodes")
 CHUNK = 64  # tallies summed together, kept while none of them changes
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -310,16 +312,13 @@ class MetricsMemo:
         self.node_parts: dict[str, NodePart] = {}
         self.pool_parts: dict[Pool, PoolPart] = {}
         self.stranded_parts: dict[str, StrandedPart] = {}
-        self._interned: dict[tuple[object, ...], Tally] = {}
-        self._sums: dict[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = {}
-        self._sums_used: dict[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = {}
-        self._chunks: dict[tuple[Tally, ...], Tally] = {}
-        self._chunks_used: dict[tuple[Tally, ...], Tally] = {}
+        self._interned: Recent[tuple[object, ...], Tally] = Recent()
+        self._sums: Recent[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = Recent()
+        self._chunks: Recent[tuple[Tally, ...], Tally] = Recent()
         # Stranded parts by what they are made of, for nodes measured alike.
-        self.stranded_values: dict[
+        self.stranded_values: Recent[
             object, tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]
-        ]
-        self.stranded_values = {}
+        ] = Recent()
         self.pool_status = PoolStatusMemo()  # for the document's KEP-5677 part
 
     def refresh(self, state: ClusterState) -> None:
@@ -419,37 +418,53 @@ class MetricsMemo:
         """A scope's tally and its document, kept while its parts are the same objects (and
         shared by the scopes whose parts are: nodes alike have their parts interned)."""
         key = tuple(parts)
-        got = self._sums_used.get(key) or self._sums.get(key)
+        got = self._sums.get(key)
         if got is None:
             if len(parts) <= CHUNK:
                 total = _merged(parts)
             else:
                 total = _merged(self._chunk(key[i : i + CHUNK]) for i in range(0, len(key), CHUNK))
-            got = (total, total.to_dict())
-        self._sums_used[key] = got
+            got = self._sums.put(key, (total, total.to_dict()))
         return got
 
     def _chunk(self, parts: tuple[Tally, ...]) -> Tally:
-        got = self._chunks_used.get(parts) or self._chunks.get(parts)
-        if got is None:
-            got = _merged(parts)
-        self._chunks_used[parts] = got
-        return got
+        got = self._chunks.get(parts)
+        return got if got is not None else self._chunks.put(parts, _merged(parts))
 
     def forget_unused(self) -> None:
-        """Drop the sums and chunks the last measure did not use."""
-        self._sums, self._sums_used = self._sums_used, {}
-        self._chunks, self._chunks_used = self._chunks_used, {}
+        """Drop what the measure just done did not use."""
+        for recent in (self._interned, self._sums, self._chunks, self.stranded_values):
+            recent.turn()
 
     def intern(self, tally: Tally) -> Tally:
         """An equal tally seen before, if any, else this one (never changed afterwards)."""
         key = tally.value()
         got = self._interned.get(key)
+        return got if got is not None else self._interned.put(key, tally)
+
+
+class Recent(Generic[K, V]):
+    """A memo of what the last measure and this one used."""
+
+    def __init__(self) -> None:
+        self.now: dict[K, V] = {}
+        self.last: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        got = self.now.get(key)
         if got is None:
-            if len(self._interned) >= MEMO_ENTRIES:
-                self._interned.clear()
-            got = self._interned[key] = tally
+            got = self.last.get(key)
+            if got is not None:
+                self.now[key] = got
         return got
+
+    def put(self, key: K, value: V) -> V:
+        self.now[key] = value
+        return value
+
+    def turn(self) -> None:
+        """A measure is done: what it did not use goes at the end of the next one."""
+        self.last, self.now = self.now, {}
 
 
 class _Collector:
@@ -711,9 +726,7 @@ class _Collector:
         values = self.memo.stranded_values
         got = values.get(key)
         if got is None:
-            if len(values) >= MEMO_ENTRIES:
-                values.clear()
-            got = values[key] = self.stranded_tallies(layout, measured, price)
+            got = values.put(key, self.stranded_tallies(layout, measured, price))
         node, classes, pools = got
         return StrandedPart(measured, price, asked, labels, layout, node, classes, pools)
 

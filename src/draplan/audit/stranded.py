@@ -471,10 +471,12 @@ def signature(view: DeviceView, read: frozenset[Read] | None) -> Hashable | None
         return None
     device = view.device
     values: list[object] = [
-        view.driver,
+        view.id[0],
         view.multi,
-        tuple(device.capacity.items()),
         view.consumes,
+        # What a request consumes: amounts (exact nanos) and policies.
+        tuple(view.capacity.items()),
+        tuple([c.request_policy for c in device.capacity.values()]) if device.capacity else (),
     ]
     for kind, domain, ident in sorted(read):
         source: Mapping[str, object] = (

@@ -90,7 +90,7 @@ def _documents(
     return json.dumps(doc), repr(families)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     initial=st.lists(st.sampled_from(CHANGES), unique=True, max_size=60),
     changes=st.lists(change, min_size=1, max_size=15),

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from draplan.audit.metrics import MetricsMemo, metrics
+from draplan.audit.metrics import MetricsMemo, collector_off, metrics
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan
@@ -30,7 +30,9 @@ def why_document(
 
 def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> dict[str, Any]:
     """The metrics, and each resource pool in ResourcePoolStatusRequest's terms."""
-    return {**metrics(state, memo).to_dict(), **pool_status_report(state)}
+    statuses = memo.pool_status if memo is not None else None
+    with collector_off():
+        return {**metrics(state, memo).to_dict(), **pool_status_report(state, statuses)}
 
 
 def plan_document(

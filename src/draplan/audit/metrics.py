@@ -18,11 +18,14 @@ pool and class scopes only); the stranded measure is per node.
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection
+from collections.abc import Collection, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass
+from draplan.audit.poolstatus import PoolStatusMemo
 from draplan.audit.stranded import (
     MEMO_ENTRIES,
     NodeStranded,
@@ -30,14 +33,23 @@ from draplan.audit.stranded import (
     StrandedMeter,
     accelerator_classes,
     pod_shape,
+    read_set,
+    signature,
     typical,
 )
 from draplan.cel import CelError, Selector, compile_selector
-from draplan.cluster.accelerators import Accelerator, allocated, pool_accelerators, usage
+from draplan.cel.reads import Read
+from draplan.cluster.accelerators import (
+    Accelerator,
+    allocated,
+    is_accelerator,
+    pool_accelerators,
+    usage,
+)
 from draplan.cluster.devices import NANO, DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.podresources import is_terminal
-from draplan.cluster.state import ClusterState
+from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 
 
@@ -56,7 +68,7 @@ class Stranded:
             self.cost = (self.cost or 0.0) + cost
 
 
-@dataclass
+@dataclass(eq=False)
 class Tally:
     """Sums for one scope."""
 
@@ -93,6 +105,43 @@ class Tally:
         self.stranded_gpus += stranded
         if cost is not None:
             self.stranded_cost = (self.stranded_cost or 0.0) + cost
+
+    def value(self) -> tuple[object, ...]:
+        """Every sum: equal values, equal tallies."""
+        return (
+            self.gpus,
+            self.gpus_in_use,
+            self.gpus_allocated,
+            self.partitions,
+            self.partitions_allocated,
+            self.stranded_gpus,
+            self.stranded_cost,
+            self.devices,
+            self.allocated,
+            tuple(self.counter_sets),
+            tuple((k, *v) for k, v in self.shared.items()),
+            tuple((k, s.free, s.stranded, s.cost) for k, s in self.stranded.items()),
+            self.price,
+        )
+
+    def merge(self, other: Tally) -> None:
+        """Add another scope's sums (a part of this one)."""
+        self.gpus += other.gpus
+        self.gpus_in_use += other.gpus_in_use
+        self.gpus_allocated += other.gpus_allocated
+        self.partitions += other.partitions
+        self.partitions_allocated += other.partitions_allocated
+        self.add_stranded(other.stranded_gpus, other.stranded_cost)
+        self.devices += other.devices
+        self.allocated += other.allocated
+        self.counter_sets.extend(other.counter_sets)
+        for name, (consumed, total) in other.shared.items():
+            entry = self.shared.setdefault(name, [0, 0])
+            entry[0] += consumed
+            entry[1] += total
+        for c, s in other.stranded.items():
+            self.stranded.setdefault(c, Stranded()).add(s.free, s.stranded, s.cost)
+        self.add_price(other.price)
 
     def add_price(self, price: float | None) -> None:
         if price is not None:
@@ -148,47 +197,135 @@ def _money(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+Scope = tuple[str, str]  # (the document's section, the name in it)
+CLUSTER: Scope = ("cluster", "")
+SECTIONS = ("deviceClasses", "nodePools", "resourcePools", "nodes")
+CHUNK = 64  # tallies summed together, kept while none of them changes
+K = TypeVar("K")
+V = TypeVar("V")
+
+
 @dataclass
 class Metrics:
-    cluster: Tally = field(default_factory=Tally)
-    nodes: dict[str, Tally] = field(default_factory=dict)
-    resource_pools: dict[str, Tally] = field(default_factory=dict)
-    node_pools: dict[str, Tally] = field(default_factory=dict)
-    device_classes: dict[str, Tally] = field(default_factory=dict)
+    """Every scope's tally, and each one as the document shows it."""
+
+    tallies: dict[Scope, Tally] = field(default_factory=dict)
+    shown: dict[Scope, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        def scope(tallies: dict[str, Tally]) -> dict[str, Any]:
-            return {k: t.to_dict() for k, t in sorted(tallies.items())}
+        """The document; its scopes' parts may be shared with a later measure's (read-only)."""
+        sections: dict[str, dict[str, Any]] = {s: {} for s in SECTIONS}
+        for section, name in sorted(self.tallies):
+            if section != CLUSTER[0]:
+                sections[section][name] = self._shown((section, name))
+        return {"cluster": self._shown(CLUSTER), **sections}
 
-        return {
-            "cluster": self.cluster.to_dict(),
-            "deviceClasses": scope(self.device_classes),
-            "nodePools": scope(self.node_pools),
-            "resourcePools": scope(self.resource_pools),
-            "nodes": scope(self.nodes),
-        }
+    def _shown(self, scope: Scope) -> dict[str, Any]:
+        got = self.shown.get(scope)
+        return got if got is not None else self.tallies[scope].to_dict()
 
 
 def pool_label(pid: PoolID) -> str:
     return f"{pid[0]}/{pid[1]}"
 
 
+@dataclass(frozen=True, eq=False)
+class NodePart:
+    """A node's node pool and price, and what it adds to its scopes (its price)."""
+
+    node: Node
+    pools_key: object
+    pool: str
+    price: float | None
+    tally: Tally
+
+
+@dataclass(frozen=True, eq=False)
+class PoolPart:
+    """What one resource pool adds: per node its devices and GPUs bound there (None: bound to
+    none, the cluster's alone), all of them to the pool itself, and each class's share."""
+
+    where: tuple[str, ...]  # the nodes its devices are bound to
+    key: object  # their versions when measured
+    nodes: tuple[tuple[str | None, Tally], ...]
+    pool: Tally
+    classes: tuple[tuple[str, Tally], ...]
+    accelerator_classes: frozenset[str]  # the classes that select one of its GPUs
+
+
+# A node's GPUs, free GPUs per resource pool, all free GPUs, and per class asked its free GPUs
+# in all and per pool (by the pool's index): what its stranded part is made of besides its
+# measure and price.
+Layout = tuple[
+    int, tuple[float, ...], float, tuple[tuple[str, float, tuple[tuple[int, float], ...]], ...]
+]
+
+
+@dataclass(frozen=True, eq=False)
+class StrandedPart:
+    """What one node's stranded GPUs add to its scopes, its classes and its resource pools
+    (`labels`, in order)."""
+
+    measured: NodeStranded
+    price: float | None
+    asked: frozenset[str]
+    labels: tuple[str, ...]
+    layout: Layout
+    node: Tally
+    classes: tuple[tuple[str, Tally], ...]
+    pools: tuple[Tally, ...]
+
+
+def _merged(parts: Iterable[Tally]) -> Tally:
+    out = Tally()
+    for part in parts:
+        out.merge(part)
+    return out
+
+
 class MetricsMemo:
     """What measuring may keep between measures of one changing state (`draplan serve`'s):
-    the classes that select each device and each pool's accelerators (values of the device
-    object and the pool object alone, while the device classes stay the same), and the
-    stranded meter while the classes and shapes it measures against stay the same."""
+    the classes that select each device (values of the device alone while the device classes
+    stay the same), each pool's accelerators, the stranded meter while the classes and shapes
+    it measures against stay the same; and what each node and resource pool adds to the
+    scopes while the node's version stays the same, with every scope's sum and document
+    while what is added to it stays the same. The sums are taken CHUNK parts at a time in
+    the scopes' order, so a kept memo's measure equals a fresh one to the last bit."""
 
     def __init__(self) -> None:
+        self._forget(None)
+
+    def _forget(self, state: ClusterState | None) -> None:
+        self._state = state
         self._classes_key: object = None
         self.classes: dict[str, list[Selector]] = {}
+        self._read: frozenset[Read] | None = frozenset()
         self.device_classes: dict[DeviceView, list[str]] = {}
+        self._by_signature: dict[Hashable, list[str]] = {}
         self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
         self._meter_key: tuple[object, object] = (None, None)
         self._meter: StrandedMeter | None = None
+        self._shape_classes: Collection[str] = ()
+        self._shapes: dict[ObjectKey, tuple[Pod, tuple[object, ...] | None, RequestShape | None]]
+        self._shapes = {}
+        # What each node, resource pool and node's stranded GPUs added at the last measure.
+        self.node_parts: dict[str, NodePart] = {}
+        self.pool_parts: dict[Pool, PoolPart] = {}
+        self.stranded_parts: dict[str, StrandedPart] = {}
+        self._interned: Recent[tuple[object, ...], Tally] = Recent()
+        self._sums: Recent[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = Recent()
+        self._chunks: Recent[tuple[Tally, ...], Tally] = Recent()
+        # Stranded parts by what they are made of, for nodes measured alike.
+        self.stranded_values: Recent[
+            object, tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]
+        ] = Recent()
+        self.pool_status = PoolStatusMemo()  # for the document's KEP-5677 part
 
     def refresh(self, state: ClusterState) -> None:
-        """Forget what the state's device classes no longer answer the same."""
+        """Forget what another state, or the state's device classes, no longer answer the
+        same."""
+        if state is not self._state:  # node versions are one state's
+            self._forget(state)
         key = tuple(sorted(state.device_classes.items()))
         if key == self._classes_key:
             return
@@ -197,22 +334,36 @@ class MetricsMemo:
             name: [compile_selector(s.cel.expression) for s in dc.spec.selectors if s.cel]
             for name, dc in key
         }
+        self._read = read_set(s.expression for sels in self.classes.values() for s in sels)
         self.device_classes = {}
+        self._by_signature = {}
         self._meter_key, self._meter = (None, None), None
+        self.pool_parts, self.stranded_parts = {}, {}
 
     def classes_of(self, view: DeviceView) -> list[str]:
         out = self.device_classes.get(view)
         if out is None:
-            out = []
-            for name, selectors in self.classes.items():
-                try:
-                    if all(s.matches(view.cel) for s in selectors):
-                        out.append(name)
-                except CelError:
-                    continue  # a selector that fails on a device does not select it
+            sig = signature(view, self._read)
+            out = self._by_signature.get(sig) if sig is not None else None
+            if out is None:
+                out = self._select(view)
+                if sig is not None:
+                    if len(self._by_signature) >= MEMO_ENTRIES:
+                        self._by_signature.clear()
+                    self._by_signature[sig] = out
             if len(self.device_classes) >= MEMO_ENTRIES:
                 self.device_classes.clear()
             self.device_classes[view] = out
+        return out
+
+    def _select(self, view: DeviceView) -> list[str]:
+        out = []
+        for name, selectors in self.classes.items():
+            try:
+                if all(s.matches(view.cel) for s in selectors):
+                    out.append(name)
+            except CelError:
+                continue  # a selector that fails on a device does not select it
         return out
 
     def accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
@@ -234,124 +385,357 @@ class MetricsMemo:
             self._meter_key, self._meter = key, meter
         return self._meter
 
+    def shapes(
+        self, state: ClusterState, classes: Collection[str]
+    ) -> tuple[list[RequestShape], set[RequestShape]]:
+        """The shapes over `classes` of the running and pending pods, and the pending ones'
+        (`workload_shapes`); a pod's kept while it and its claims stay the same."""
+        kept, self._shapes = self._shapes, {}
+        if classes != self._shape_classes:
+            kept, self._shape_classes = {}, classes
+        shapes: list[RequestShape] = []
+        pending: set[RequestShape] = set()
+        for key, pod in state.pods.items():
+            if is_terminal(pod) or not pod.spec.resource_claims:
+                continue
+            sources = _claim_sources(state, pod)
+            seen = kept.get(key)
+            if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
+                shape = seen[2]
+            else:
+                try:
+                    shape = pod_shape(pod, pod_claims(state, pod), classes)
+                except ClaimNotFound:
+                    shape = None
+            self._shapes[key] = (pod, sources, shape)
+            if shape is not None:
+                shapes.append(shape)
+                if not pod.spec.node_name:
+                    pending.add(shape)
+        return shapes, pending
+
+    def sum(self, parts: list[Tally]) -> tuple[Tally, dict[str, Any]]:
+        """A scope's tally and its document, kept while its parts are the same objects (and
+        shared by the scopes whose parts are: nodes alike have their parts interned)."""
+        key = tuple(parts)
+        got = self._sums.get(key)
+        if got is None:
+            if len(parts) <= CHUNK:
+                total = _merged(parts)
+            else:
+                total = _merged(self._chunk(key[i : i + CHUNK]) for i in range(0, len(key), CHUNK))
+            got = self._sums.put(key, (total, total.to_dict()))
+        return got
+
+    def _chunk(self, parts: tuple[Tally, ...]) -> Tally:
+        got = self._chunks.get(parts)
+        return got if got is not None else self._chunks.put(parts, _merged(parts))
+
+    def forget_unused(self) -> None:
+        """Drop what the measure just done did not use."""
+        for recent in (self._interned, self._sums, self._chunks, self.stranded_values):
+            recent.turn()
+
+    def intern(self, tally: Tally) -> Tally:
+        """An equal tally seen before, if any, else this one (never changed afterwards)."""
+        key = tally.value()
+        got = self._interned.get(key)
+        return got if got is not None else self._interned.put(key, tally)
+
+
+class Recent(Generic[K, V]):
+    """A memo of what the last measure and this one used."""
+
+    def __init__(self) -> None:
+        self.now: dict[K, V] = {}
+        self.last: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        got = self.now.get(key)
+        if got is None:
+            got = self.last.get(key)
+            if got is not None:
+                self.now[key] = got
+        return got
+
+    def put(self, key: K, value: V) -> V:
+        self.now[key] = value
+        return value
+
+    def turn(self) -> None:
+        """A measure is done: what it did not use goes at the end of the next one."""
+        self.last, self.now = self.now, {}
+
 
 class _Collector:
     def __init__(self, state: ClusterState, memo: MetricsMemo) -> None:
         self.state = state
-        self.m = Metrics()
         memo.refresh(state)
         self.memo = memo
         self.classes_of = memo.classes_of
         self.accelerators = memo.accelerators
         self.node_pool: dict[str, str] = {}  # node: its pool's name
         self.price: dict[str, float] = {}  # node: price per hour
-        self.accelerator_classes: set[str] = set()  # classes that select some accelerator
+        self.parts: dict[Scope, list[Tally]] = {CLUSTER: []}
+        self._scopes: dict[str | None, list[list[Tally]]] = {None: [self.parts[CLUSTER]]}
 
-    def scopes(self, node: str | None) -> list[Tally]:
-        """The cluster, and the node and its node pool when the device is node-local."""
-        out = [self.m.cluster]
-        if node is not None and node in self.m.nodes:
-            out.append(self.m.nodes[node])
-            pool = self.node_pool.get(node)
-            if pool is not None:
-                out.append(self.m.node_pools[pool])
-        return out
+    def scopes(self, node: str | None) -> list[list[Tally]]:
+        """The parts of the cluster, and of the node and its node pool when the device is
+        node-local."""
+        got = self._scopes.get(node)
+        if got is None:
+            got = self._scopes[None]
+            if node is not None and ("nodes", node) in self.parts:
+                got = [*got, self.parts["nodes", node]]
+                pool = self.node_pool.get(node)
+                if pool is not None:
+                    got.append(self.parts["nodePools", pool])
+            self._scopes[node] = got
+        return got
+
+    def add(self, scope: Scope, part: Tally) -> None:
+        got = self.parts.get(scope)
+        if got is None:
+            got = self.parts[scope] = []
+        got.append(part)
 
     def collect(self) -> Metrics:
-        self.nodes()
-        for pool in self.pools():
-            self.pool(pool)
-        self.stranded()
-        return self.m
+        nodes = sorted(self.state.nodes.items())
+        self.nodes(nodes)
+        accelerator_classes: set[str] = set()
+        kept, self.memo.pool_parts = self.memo.pool_parts, {}
+        for pool in self.pools(nodes):
+            accelerator_classes |= self.pool(pool, kept)
+        self.stranded(nodes, accelerator_classes)
+        m = Metrics()
+        for scope, parts in self.parts.items():
+            m.tallies[scope], m.shown[scope] = self.memo.sum(parts)
+        self.memo.forget_unused()
+        return m
 
-    def nodes(self) -> None:
-        state = self.state
+    def nodes(self, nodes: list[tuple[str, Node]]) -> None:
+        state, memo = self.state, self.memo
+        pools_key = tuple(state.node_pools.items())
         for name in sorted(state.node_pools):
-            self.m.node_pools[name] = Tally()
-        for name, node in sorted(state.nodes.items()):
-            self.m.nodes[name] = Tally()
-            pool = pool_name(state, node)
-            if pool:
-                self.node_pool[name] = pool
-                self.m.node_pools.setdefault(pool, Tally())
-            price = price_per_hour(state, node)
-            if price is not None:
-                self.price[name] = price
-            for t in self.scopes(name):
-                t.add_price(price)
+            self.parts["nodePools", name] = []
+        kept, memo.node_parts = memo.node_parts, {}
+        for name, node in nodes:
+            self.parts["nodes", name] = []
+            part = kept.get(name)
+            if part is None or part.node is not node or part.pools_key != pools_key:
+                price = price_per_hour(state, node)
+                tally = Tally()
+                tally.add_price(price)
+                tally = memo.intern(tally)
+                part = NodePart(node, pools_key, pool_name(state, node), price, tally)
+            memo.node_parts[name] = part
+            if part.pool:
+                self.node_pool[name] = part.pool
+                self.parts.setdefault(("nodePools", part.pool), [])
+            if part.price is not None:
+                self.price[name] = part.price
+            for parts in self.scopes(name):
+                parts.append(part.tally)
 
-    def pools(self) -> list[Pool]:
+    def pools(self, nodes: list[tuple[str, Node]]) -> list[Pool]:
         """Every resource pool some node sees, once, in (driver, pool) order."""
         seen: dict[PoolID, Pool] = {}
-        for _, node in sorted(self.state.nodes.items()):
+        for _, node in nodes:
             for pool in self.state.pools_for_node(node):
                 seen.setdefault(pool.id, pool)
         return [seen[k] for k in sorted(seen)]
 
-    def pool(self, pool: Pool) -> None:
+    def pool(self, pool: Pool, kept: dict[Pool, PoolPart]) -> frozenset[str]:
+        """Add the pool's part (`kept` from the last measure, if still right); the classes
+        that select one of its GPUs."""
+        part = kept.get(pool)
+        if part is not None:
+            where = part.where
+        else:
+            where = tuple(sorted({v.node_name for v in pool.devices if v.node_name is not None}))
+        # The ledgers of a node's devices move its version (of devices bound to none: "*").
+        version = self.state.version
+        key = tuple(version(n) for n in where) if where else version("")
+        if part is None or part.key != key:
+            part = self.pool_part(pool, where, key)
+        self.memo.pool_parts[pool] = part
+        for node, tally in part.nodes:
+            for parts in self.scopes(node):
+                parts.append(tally)
+        self.add(("resourcePools", pool_label(pool.id)), part.pool)
+        for c, tally in part.classes:
+            self.add(("deviceClasses", c), tally)
+        return part.accelerator_classes
+
+    def pool_part(self, pool: Pool, where: tuple[str, ...], key: object) -> PoolPart:
         state = self.state
-        rp = self.m.resource_pools.setdefault(pool_label(pool.id), Tally())
         local = {v.node_name for v in pool.devices}
         node = next(iter(local)) if len(local) == 1 else None
-        scopes = [*self.scopes(node), rp]
+        if (
+            node is not None
+            and not pool.counters
+            and not any(v.multi or v.consumes for v in pool.devices)
+        ):
+            part = self.exclusive_part(pool, node, where, key)
+            if part is not None:
+                return part
+        mine = Tally()
+        at = {node: mine}
+        classes: dict[str, Tally] = {}
         sets_classes: dict[str, set[str]] = {}
         for view in pool.devices:
-            classes = self.classes_of(view)
+            of = self.classes_of(view)
             shared = _shared(state, view)
             taken = allocated(state, view)
-            for t in [*scopes, *(self.m.device_classes.setdefault(c, Tally()) for c in classes)]:
-                t.add_device(taken, shared)
+            mine.add_device(taken, shared)
+            for c in of:
+                got = classes.get(c)
+                if got is None:
+                    got = classes[c] = Tally()
+                got.add_device(taken, shared)
             for cset, _ in (ckey for ckey, _ in view.consumes):
-                sets_classes.setdefault(cset, set()).update(classes)
+                sets_classes.setdefault(cset, set()).update(of)
         for cset, fraction in sorted(_counter_use(state, pool).items()):
-            for t in scopes:
-                t.counter_sets.append(fraction)
+            mine.counter_sets.append(fraction)
             for c in sorted(sets_classes.get(cset, ())):
-                self.m.device_classes[c].counter_sets.append(fraction)
+                classes[c].counter_sets.append(fraction)
+        gpu_classes: set[str] = set()
         for acc in self.accelerators(pool):
-            here = scopes if acc.node_name == node else [*self.scopes(acc.node_name), rp]
-            self.accelerator(acc, here)
+            here = at.get(acc.node_name)
+            if here is None:
+                here = at[acc.node_name] = Tally()
+            self.accelerator(acc, here, classes, gpu_classes)
+        intern = self.memo.intern
+        # The pool itself has them all (one part when they are on one node).
+        whole = intern(mine if len(at) == 1 else _merged(at.values()))
+        return PoolPart(
+            where,
+            key,
+            tuple((n, whole if t is mine and len(at) == 1 else intern(t)) for n, t in at.items()),
+            whole,
+            tuple((c, intern(t)) for c, t in sorted(classes.items())),
+            frozenset(gpu_classes),
+        )
 
-    def accelerator(self, acc: Accelerator, scopes: list[Tally]) -> None:
+    def exclusive_part(
+        self, pool: Pool, node: str, where: tuple[str, ...], key: object
+    ) -> PoolPart | None:
+        """`pool_part` of a pool of one node's exclusive devices, none partitioned: each is
+        used whole or not at all and, on an accelerator driver, is a GPU of its own (the
+        same sums, counted by the classes that select the devices). None if one of them is
+        shared after all (a claim's share of it: `pool_part` measures how much)."""
+        in_use, shared_use = self.state.in_use, self.state.shared_use
+        gpus = is_accelerator(pool.id[0])
+        alike: dict[int, tuple[list[str], list[int]]] = {}  # classes: [devices, in use]
+        for view in pool.devices:
+            of = self.classes_of(view)
+            got = alike.get(id(of))
+            if got is None:
+                got = alike[id(of)] = (of, [0, 0])
+            got[1][0] += 1
+            if in_use(view.id):
+                got[1][1] += 1
+            elif shared_use(view.id) is not None:
+                return None
+        mine = Tally()
+        classes: dict[str, Tally] = {}
+        for of, (n, taken) in alike.values():
+            for t in (mine, *(classes.setdefault(c, Tally()) for c in of)):
+                t.devices += n
+                t.allocated += taken
+                if gpus:
+                    # Whole GPUs: their allocated sum is a count, exact in any order.
+                    t.gpus += n
+                    t.gpus_in_use += taken
+                    t.gpus_allocated += taken
+        intern = self.memo.intern
+        whole = intern(mine)
+        return PoolPart(
+            where,
+            key,
+            ((node, whole),),
+            whole,
+            tuple((c, intern(t)) for c, t in sorted(classes.items())),
+            frozenset(c for of, _ in alike.values() for c in of) if gpus else frozenset(),
+        )
+
+    def accelerator(
+        self, acc: Accelerator, here: Tally, classes: dict[str, Tally], gpu_classes: set[str]
+    ) -> None:
         state = self.state
         share, held = usage(state, acc)
         taken = [allocated(state, v) for v in acc.partitions]
-        for t in scopes:
-            t.add_gpu(share, held, len(acc.partitions), sum(taken))
+        here.add_gpu(share, held, len(acc.partitions), sum(taken))
         if len(acc.devices) == 1:
             for c in self.classes_of(acc.devices[0]):
-                self.accelerator_classes.add(c)
-                self.m.device_classes[c].add_gpu(share, held, 0, 0)
+                gpu_classes.add(c)
+                classes[c].add_gpu(share, held, 0, 0)
             return
         partitions = dict(zip(acc.partitions, taken, strict=True))
         for c in sorted({c for v in acc.devices for c in self.classes_of(v)}):
-            self.accelerator_classes.add(c)
+            gpu_classes.add(c)
             mine = [partitions[v] for v in acc.partitions if c in self.classes_of(v)]
-            self.m.device_classes[c].add_gpu(share, held, len(mine), sum(mine))
+            classes[c].add_gpu(share, held, len(mine), sum(mine))
 
     # --- stranded GPUs ---------------------------------------------------------------------
 
-    def stranded(self) -> None:
-        state = self.state
-        classes = {c: state.device_classes[c] for c in self.accelerator_classes}
-        shapes = workload_shapes(state, classes)
-        meter = self.memo.meter(classes, shapes)
-        asked = {s.device_class for s in meter.shapes}
-        for name, node in sorted(state.nodes.items()):
+    def stranded(self, nodes: list[tuple[str, Node]], accelerator_classes: set[str]) -> None:
+        state, memo = self.state, self.memo
+        classes = {c: state.device_classes[c] for c in accelerator_classes}
+        shapes = typical(*memo.shapes(state, classes))
+        meter = memo.meter(classes, shapes)
+        asked = frozenset(s.device_class for s in meter.shapes)
+        kept, memo.stranded_parts = memo.stranded_parts, {}
+        for name, node in nodes:
             measured = meter.node(state, node)
-            if measured.accelerators:
-                self.node_stranded(name, measured, asked)
+            if not measured.accelerators:
+                continue
+            part = self.stranded_part(measured, self.price.get(name), asked, kept.get(name))
+            memo.stranded_parts[name] = part
+            for parts in self.scopes(name):
+                parts.append(part.node)
+            for c, tally in part.classes:
+                self.add(("deviceClasses", c), tally)
+            for label, tally in zip(part.labels, part.pools, strict=True):
+                self.add(("resourcePools", label), tally)
 
-    def node_stranded(self, name: str, measured: NodeStranded, asked: set[str]) -> None:
-        price = self.price.get(name)
-        gpus = len(measured.accelerators)
+    def stranded_part(
+        self,
+        measured: NodeStranded,
+        price: float | None,
+        asked: frozenset[str],
+        old: StrandedPart | None,
+    ) -> StrandedPart:
+        """The node's stranded part; `old` its last, whose layout holds while its GPUs' free
+        fractions do. Nodes of the same layout and measure share their tallies."""
+        if (
+            old is not None
+            and old.measured.accelerators is measured.accelerators
+            and old.asked == asked
+        ):
+            if (
+                old.measured.stranded == measured.stranded
+                and old.measured.by_class == measured.by_class
+                and old.price == price
+            ):
+                return old
+            labels, layout = old.labels, old.layout
+        else:
+            labels, layout = self.layout(measured, asked)
+        key = (layout, measured.stranded, tuple(measured.by_class.items()), price)
+        values = self.memo.stranded_values
+        got = values.get(key)
+        if got is None:
+            got = values.put(key, self.stranded_tallies(layout, measured, price))
+        node, classes, pools = got
+        return StrandedPart(measured, price, asked, labels, layout, node, classes, pools)
 
-        def cost(stranded: float) -> float | None:
-            return None if price is None else price * stranded / gpus
-
-        scopes = self.scopes(name)
-        for t in scopes:
-            t.add_stranded(measured.stranded, cost(measured.stranded))
+    def layout(
+        self, measured: NodeStranded, asked: frozenset[str]
+    ) -> tuple[tuple[str, ...], Layout]:
+        """The labels of the node's resource pools, and its layout: how many GPUs, the free
+        GPUs of each pool (labels' order), all of them, and per class asked the free GPUs
+        of its devices, in all and per pool."""
         free_by_pool: dict[PoolID, float] = {}
         free_by_class: dict[tuple[PoolID, str], float] = {}
         for acc, free in measured.accelerators:
@@ -362,24 +746,77 @@ class _Collector:
                 key = (acc.pool_id, c)
                 free_by_class[key] = free_by_class.get(key, 0.0) + free
         idle = sum(free_by_pool.values())
-        for c in sorted({c for _, c in free_by_class} | set(measured.by_class)):
+        pids = sorted(free_by_pool)
+        index = {pid: i for i, pid in enumerate(pids)}
+        per_class = tuple(
+            (
+                c,
+                sum(f for (_, k), f in free_by_class.items() if k == c),
+                tuple((index[pid], f) for (pid, k), f in sorted(free_by_class.items()) if k == c),
+            )
+            for c in sorted({c for _, c in free_by_class})
+        )
+        layout = (len(measured.accelerators), tuple(free_by_pool[p] for p in pids), idle, per_class)
+        return tuple(pool_label(p) for p in pids), layout
+
+    def stranded_tallies(
+        self, layout: Layout, measured: NodeStranded, price: float | None
+    ) -> tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]:
+        """What a node of this layout and measure adds to its scopes, to each class and to
+        each of its resource pools. A node's stranded GPUs cost its price times their share
+        of its GPUs, shared among its pools in proportion to their free GPUs."""
+        gpus, pool_free, idle, per_class = layout
+
+        def cost(stranded: float) -> float | None:
+            return None if price is None else price * stranded / gpus
+
+        mine = Tally()
+        mine.add_stranded(measured.stranded, cost(measured.stranded))
+        pools = [Tally() for _ in pool_free]
+        classes = []
+        entries = {c: (free, by_pool) for c, free, by_pool in per_class}
+        for c in sorted(set(entries) | set(measured.by_class)):
             part = measured.by_class.get(c, 0.0)
-            free = sum(f for (_, k), f in free_by_class.items() if k == c)
-            dc = self.m.device_classes[c]
+            free, by_pool = entries.get(c, (0.0, ()))
+            dc = Tally()
             dc.add_stranded(part, cost(part))
-            for t in [*scopes, dc]:
+            for t in (mine, dc):
                 t.stranded.setdefault(c, Stranded()).add(free, part, cost(part))
-            for (pid, k), pool_free in sorted(free_by_class.items()):
-                if k == c:
-                    share = pool_free / free if free else 0.0
-                    rp = self.m.resource_pools[pool_label(pid)]
-                    rp.stranded.setdefault(c, Stranded()).add(
-                        pool_free, part * share, _scaled(cost(part), share)
-                    )
-        for pid, pool_free in sorted(free_by_pool.items()):
-            share = pool_free / idle if idle else 0.0
-            rp = self.m.resource_pools[pool_label(pid)]
-            rp.add_stranded(measured.stranded * share, _scaled(cost(measured.stranded), share))
+            for i, in_pool in by_pool:
+                share = in_pool / free if free else 0.0
+                pools[i].stranded.setdefault(c, Stranded()).add(
+                    in_pool, part * share, _scaled(cost(part), share)
+                )
+            classes.append((c, dc))
+        for i, in_pool in enumerate(pool_free):
+            share = in_pool / idle if idle else 0.0
+            pools[i].add_stranded(
+                measured.stranded * share, _scaled(cost(measured.stranded), share)
+            )
+        intern = self.memo.intern
+        return (
+            intern(mine),
+            tuple((c, intern(t)) for c, t in classes),
+            tuple(intern(t) for t in pools),
+        )
+
+
+def _claim_sources(state: ClusterState, pod: Pod) -> tuple[object, ...] | None:
+    """What `pod_claims` makes the pod's claims of: per entry the claim it names or the
+    controller made, else its template (a template's claim is built anew each time); None for
+    a pod whose PodGroup may share them."""
+    if pod.spec.scheduling_group is not None:
+        return None
+    ns = pod.metadata.namespace
+    statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    out: list[object] = []
+    for ref in pod.spec.resource_claims:
+        name = ref.resource_claim_name or statuses.get(ref.name)
+        claim = state.claims.get((ns, name)) if name else None
+        if claim is None and ref.resource_claim_name is None:
+            out.append(state.claim_templates.get((ns, ref.resource_claim_template_name or "")))
+        out.append(claim)
+    return tuple(out)
 
 
 def workload_shapes(
@@ -392,22 +829,7 @@ def workload_shapes(
     if classes is None:
         views = (v for name in sorted(state.slices.keys()) for v in state.slice_devices(name))
         classes = accelerator_classes(state.device_classes, views)
-    shapes: list[RequestShape] = []
-    pending: set[RequestShape] = set()
-    for _, pod in sorted(state.pods.items()):
-        if is_terminal(pod) or not pod.spec.resource_claims:
-            continue
-        try:
-            claims = pod_claims(state, pod)
-        except ClaimNotFound:
-            continue
-        shape = pod_shape(pod, claims, classes)
-        if shape is None:
-            continue
-        shapes.append(shape)
-        if not pod.spec.node_name:
-            pending.add(shape)
-    return typical(shapes, pending)
+    return typical(*MetricsMemo().shapes(state, classes))
 
 
 def _scaled(cost: float | None, share: float) -> float | None:
@@ -437,13 +859,21 @@ def _counter_use(state: ClusterState, pool: Pool) -> dict[str, float]:
 def metrics(state: ClusterState, memo: MetricsMemo | None = None) -> Metrics:
     """Metrics of the state as it is (nothing is scheduled); a `memo` kept from measuring the
     same state before it changed spares measuring again what did not change."""
+    with collector_off():
+        return _Collector(state, memo or MetricsMemo()).collect()
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """The cyclic collector off for the body (then as it was). Measuring and its documents
+    make a few small containers per device and node, all kept to the end: the collector's
+    passes over a large state's heap free nothing (the sources pause it likewise) and cost a
+    third of the time at 10,000 nodes. Nothing is frozen: `draplan serve` measures again and
+    again, and what one measure made goes when the next replaces it."""
     collect = gc.isenabled()
-    # Measuring makes a few small containers per device and node, all kept to the end: the
-    # cyclic collector's passes over a large state's heap free nothing (the sources pause it
-    # likewise) and cost a third of the time at 10,000 nodes.
     gc.disable()
     try:
-        return _Collector(state, memo or MetricsMemo()).collect()
+        yield
     finally:
         if collect:
             gc.enable()

@@ -126,6 +126,8 @@ def _partition_summary(
 ) -> tuple[tuple[PartitionTypeStatus, ...], str]:
     # The request's default applies only where no slice with devices names an attribute.
     declares = any(rs.spec.partition_type_attribute and rs.spec.devices for rs in pool.slices)
+    if not declares and not default_attribute:
+        return (), ""  # no device names a partition type
     avail: dict[tuple[str, str], int] = {
         (cs.name, name): nanos(c.value)
         for rs in pool.slices
@@ -235,10 +237,16 @@ def _status(state: ClusterState, pool: _Pool, default_attribute: str | None) -> 
             ),
         )
     total = allocated = unavailable = 0
+    # Without DeviceTaintRules that could make one unavailable, a device's own taints say.
+    ruled = "DRADeviceTaintRules" in state.features and any(
+        r.spec.taint.effect in UNAVAILABLE_EFFECTS and r.spec.device_selector is not None
+        for r in state.taint_rules.values()
+    )
     for _, dev in pool.devices():
         total += 1
         allocated += _in_use(state, pool.driver, pool.name, dev)
-        unavailable += _unavailable(state, pool.driver, pool.name, dev)
+        if dev.taints or ruled:
+            unavailable += _unavailable(state, pool.driver, pool.name, dev)
     partitions: tuple[PartitionTypeStatus, ...] = ()
     error, shareable = "", None
     if _summaries(state):
@@ -271,6 +279,58 @@ def pool_statuses(
     return [
         _status(state, p, default_partition_attribute) for p in _pools(state, driver, pool_name)
     ]
+
+
+class PoolStatusMemo:
+    """Each pool's status document, kept between reports on one changing state while its
+    slices are the same objects and the versions of the nodes its devices are bound to hold
+    (a device's allocation moves its node's version, or "*" for a device bound to none)."""
+
+    def __init__(self) -> None:
+        self.state: ClusterState | None = None
+        # Per pool: its slices, the nodes its devices are bound to (None: some to none),
+        # what else its status reads, and its document.
+        self.kept: dict[tuple[str, str], _Kept] = {}
+
+    def documents(self, state: ClusterState) -> list[dict[str, Any]]:
+        if state is not self.state:  # node versions are one state's
+            self.state, self.kept = state, {}
+        rules = tuple(state.taint_rules.items()) if "DRADeviceTaintRules" in state.features else ()
+        common = (state.features, rules)
+        kept, self.kept = self.kept, {}
+        out = []
+        for pool in _pools(state, None, None):
+            pid = (pool.driver, pool.name)
+            slices = tuple(pool.slices)
+            seen = kept.get(pid)
+            where = seen[1] if seen is not None and seen[0] == slices else _bound_to(state, pool)
+            versions = (
+                state.version("") if where is None else tuple(state.version(n) for n in where)
+            )
+            key = (common, versions)
+            if seen is None or seen[0] != slices or seen[2] != key:
+                seen = (slices, where, key, _flat(_status(state, pool, None)))
+            self.kept[pid] = seen
+            out.append(seen[3])
+        return out
+
+
+_Kept = tuple[tuple[ResourceSlice, ...], tuple[str, ...] | None, object, dict[str, Any]]
+
+
+def _bound_to(state: ClusterState, pool: _Pool) -> tuple[str, ...] | None:
+    nodes = {
+        v.node_name
+        for rs in pool.slices
+        for v in (
+            state.slice_devices(rs.metadata.name)
+            if rs.spec.per_device_node_selection or not rs.spec.node_name
+            else state.slice_devices(rs.metadata.name)[:1]  # all bound to the slice's node
+        )
+    }
+    if None in nodes or not nodes:
+        return None
+    return tuple(sorted(n for n in nodes if n is not None))
 
 
 @dataclass(frozen=True)
@@ -338,10 +398,11 @@ def answered_requests(state: ClusterState) -> list[ResourcePoolStatusRequest]:
     return sorted((r for r in found if r.status is not None), key=lambda r: r.metadata.name)
 
 
-def pool_status_report(state: ClusterState) -> dict[str, Any]:
+def pool_status_report(state: ClusterState, memo: PoolStatusMemo | None = None) -> dict[str, Any]:
     """`metrics`' part in KEP-5677's terms: draplan's status of every pool, and each answered
-    request compared with it."""
+    request compared with it; a `memo` kept from reporting on the same state before it changed
+    spares computing again the pools that did not change."""
     return {
-        "poolStatus": [_flat(s) for s in pool_statuses(state)],
+        "poolStatus": (memo or PoolStatusMemo()).documents(state),
         "poolStatusRequests": [compare_request(state, r) for r in answered_requests(state)],
     }

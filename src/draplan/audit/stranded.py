@@ -31,7 +31,7 @@ allocationMode All) is left out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -39,6 +39,7 @@ from draplan.allocator.capacity import consumption
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass, ResourceClaim
 from draplan.cel import CelError, Selector, compile_selector
+from draplan.cel.reads import Read, reads
 from draplan.cluster.accelerators import (
     Accelerator,
     is_accelerator,
@@ -129,11 +130,17 @@ def accelerator_classes(
     return out
 
 
+Measured = tuple[tuple[Accelerator, float], ...]
+Units = tuple[tuple[int, ...], ...]
+# What a node's measure reads: relevant shapes, those lacking CPU or memory, free fractions, units.
+Inputs = tuple[tuple[int, ...], frozenset[int], tuple[float, ...], Units]
+
+
 class NodeStranded(NamedTuple):
     """A node's accelerators with their free fraction, the GPUs stranded, and how much of that
     the shapes of each device class account for."""
 
-    accelerators: tuple[tuple[Accelerator, float], ...]
+    accelerators: Measured
     stranded: float
     by_class: Mapping[str, float]
 
@@ -168,16 +175,29 @@ class StrandedMeter:
             name: _class_selectors(classes[name]) for name in sorted({d[0] for d in self.demands})
         }
         self._request_selectors = {d[1]: [compile_selector(e) for e in d[1]] for d in self.demands}
+        self._read = read_set(
+            [
+                *(s.expression for sels in self._class_selectors.values() for s in sels),
+                *(e for d in self.demands for e in d[1]),
+            ]
+        )
         self._classes_of = classes_of or self._own_classes
         self._grouped = grouped or self._own_accelerators
         self._accelerator_memo: dict[Pool, tuple[Accelerator, ...]] = {}
         self._class_memo: dict[DeviceView, frozenset[str]] = {}
+        self._classes_alike: dict[Hashable, frozenset[str]] = {}
         self._serves: dict[DeviceView, tuple[dict[str, int] | None, ...]] = {}
+        self._serves_alike: dict[Hashable, tuple[dict[str, int] | None, ...]] = {}
         self._empty_units: dict[Accelerator, tuple[int, ...]] = {}
+        self._empty_alike: dict[Hashable, tuple[int, ...]] = {}
         self._none = (0,) * len(self.demands)
         # Nodes repeat: memoised by what the measure reads of them.
         self._fits_empty: dict[tuple[int, int, tuple[tuple[int, ...], ...]], tuple[int, ...]] = {}
-        self._measured: dict[object, tuple[float, Mapping[str, float]]] = {}
+        self._measured: dict[Inputs, tuple[float, Mapping[str, float]]] = {}
+        # Per node, while its version holds: its accelerators' free fractions and the key
+        # of its measure (None: nothing to strand).
+        self._state: ClusterState | None = None
+        self._nodes: dict[str, tuple[object, Measured, Inputs | None]] = {}
 
     def keep_from(self, older: StrandedMeter) -> None:
         """Take over the memos of a meter over the same device classes (and the same
@@ -188,22 +208,50 @@ class StrandedMeter:
             return
         self._accelerator_memo = older._accelerator_memo
         self._class_memo = older._class_memo
+        self._classes_alike = older._classes_alike
         self._serves = older._serves
+        self._serves_alike = older._serves_alike
         self._empty_units = older._empty_units
+        self._empty_alike = older._empty_alike
         if older.shapes == self.shapes:
             self._fits_empty = older._fits_empty
+            self._state, self._nodes = older._state, older._nodes
 
     def node(self, state: ClusterState, node: Node) -> NodeStranded:
+        name = node.metadata.name
+        if state is not self._state:  # node versions are one state's
+            self._state, self._nodes = state, {}
+        version = (state.version(name), node)
+        seen = self._nodes.get(name)
+        if seen is not None and seen[0] == version:
+            measured, key = seen[1], seen[2]
+        else:
+            measured, key = self._inputs(state, node)
+            if len(self._nodes) >= MEMO_ENTRIES:
+                self._nodes.clear()
+            self._nodes[name] = (version, measured, key)
+        if key is None:
+            return NodeStranded(measured, 0.0, NOTHING)
+        got = self._measured.get(key)
+        if got is None:
+            if len(self._measured) >= MEMO_ENTRIES:
+                self._measured.clear()
+            got = self._measured[key] = self._strand(*key)
+        return NodeStranded(measured, *got)
+
+    def _inputs(self, state: ClusterState, node: Node) -> tuple[Measured, Inputs | None]:
+        """The node's accelerators with their free fractions, and what its measure reads
+        (None when there is nothing to strand)."""
         accs = node_accelerators(state, node, self._grouped)
         frees = tuple(1.0 - used(state, a) for a in accs)
         measured = tuple(zip(accs, frees, strict=True))
         if not self.shapes or sum(frees) <= 0:
-            return NodeStranded(measured, 0.0, NOTHING)
+            return measured, None
         alloc = node_allocatable(node)
         cpu, memory = alloc.get("cpu", 0), alloc.get("memory", 0)
         relevant = self._relevant(cpu, memory, tuple(self._empty(a) for a in accs))
         if not relevant:
-            return NodeStranded(measured, 0.0, NOTHING)
+            return measured, None
         taken = state.requested(node.metadata.name)
         cpu_free, memory_free = cpu - taken.get("cpu", 0), memory - taken.get("memory", 0)
         lacking = frozenset(
@@ -218,13 +266,7 @@ class StrandedMeter:
             self._units(state, a) if f > 0 or any(v.multi for v in a.devices) else none
             for a, f in zip(accs, frees, strict=True)
         )
-        key = (relevant, lacking, frees, now)
-        got = self._measured.get(key)
-        if got is None:
-            if len(self._measured) >= MEMO_ENTRIES:
-                self._measured.clear()
-            got = self._measured[key] = self._strand(relevant, lacking, frees, now)
-        return NodeStranded(measured, *got)
+        return measured, (relevant, lacking, frees, now)
 
     def _relevant(
         self, cpu: int, memory: int, empty: tuple[tuple[int, ...], ...]
@@ -251,7 +293,7 @@ class StrandedMeter:
         relevant: tuple[int, ...],
         lacking: frozenset[int],
         frees: tuple[float, ...],
-        now: tuple[tuple[int, ...], ...],
+        now: Units,
     ) -> tuple[float, Mapping[str, float]]:
         """F_n over the relevant shapes, and each class's part of it."""
         total_free = sum(frees)
@@ -284,7 +326,16 @@ class StrandedMeter:
     def _own_classes(self, view: DeviceView) -> frozenset[str]:
         got = self._class_memo.get(view)
         if got is None:
-            got = frozenset(c for c, sel in self._class_selectors.items() if _selects(sel, view))
+            sig = signature(view, self._read)
+            got = self._classes_alike.get(sig) if sig is not None else None
+            if got is None:
+                got = frozenset(
+                    c for c, sel in self._class_selectors.items() if _selects(sel, view)
+                )
+                if sig is not None:
+                    if len(self._classes_alike) >= MEMO_ENTRIES:
+                        self._classes_alike.clear()
+                    self._classes_alike[sig] = got
             if len(self._class_memo) >= MEMO_ENTRIES:
                 self._class_memo.clear()
             self._class_memo[view] = got
@@ -295,14 +346,21 @@ class StrandedMeter:
         selectors do not admit it or it cannot meet the capacity request."""
         got = self._serves.get(view)
         if got is None:
-            classes = self._classes_of(view)
-            got = tuple(
-                consumption(view, dict(capacity))
-                if cls in classes
-                and (not selectors or _selects(self._request_selectors[selectors], view))
-                else None
-                for cls, selectors, capacity in self.demands
-            )
+            sig = signature(view, self._read)
+            got = self._serves_alike.get(sig) if sig is not None else None
+            if got is None:
+                classes = self._classes_of(view)
+                got = tuple(
+                    consumption(view, dict(capacity))
+                    if cls in classes
+                    and (not selectors or _selects(self._request_selectors[selectors], view))
+                    else None
+                    for cls, selectors, capacity in self.demands
+                )
+                if sig is not None:
+                    if len(self._serves_alike) >= MEMO_ENTRIES:
+                        self._serves_alike.clear()
+                    self._serves_alike[sig] = got
             if len(self._serves) >= MEMO_ENTRIES:
                 self._serves.clear()
             self._serves[view] = got
@@ -311,9 +369,19 @@ class StrandedMeter:
     def _empty(self, acc: Accelerator) -> tuple[int, ...]:
         got = self._empty_units.get(acc)
         if got is None:
+            # A GPU of one device takes as its twins do: what it serves, its counters.
+            sig = signature(acc.devices[0], self._read) if len(acc.devices) == 1 else None
+            key = None if sig is None else (sig, acc.counters)
+            got = self._empty_alike.get(key) if key is not None else None
+            if got is None:
+                got = self._units(None, acc)
+                if key is not None:
+                    if len(self._empty_alike) >= MEMO_ENTRIES:
+                        self._empty_alike.clear()
+                    self._empty_alike[key] = got
             if len(self._empty_units) >= MEMO_ENTRIES:
                 self._empty_units.clear()
-            got = self._empty_units[acc] = self._units(None, acc)
+            self._empty_units[acc] = got
         return got
 
     def _units(self, state: ClusterState | None, acc: Accelerator) -> tuple[int, ...]:
@@ -377,6 +445,50 @@ def _available(
             if base + extra.get(ckey, 0) + amount > totals.get(ckey, 0):
                 return False
     return True
+
+
+_MISSING = ("missing",)
+
+
+def read_set(expressions: Iterable[str]) -> frozenset[Read] | None:
+    """Every attribute and capacity the selectors `expressions` read; None when one of them
+    may read more than its text shows (`draplan.cel.reads`)."""
+    out: set[Read] = set()
+    for expression in expressions:
+        found = reads(expression)
+        if found is None:
+            return None
+        out |= found
+    return frozenset(out)
+
+
+def signature(view: DeviceView, read: frozenset[Read] | None) -> Hashable | None:
+    """What selectors reading `read` and the capacity and counter checks see of the device:
+    devices of equal signatures are selected alike and serve the same demands (a cluster of
+    identical GPUs is evaluated once, not once per device). None when not known: no read set,
+    or a read both bare and qualified (which one CEL sees depends on the publish order)."""
+    if read is None:
+        return None
+    device = view.device
+    values: list[object] = [
+        view.id[0],
+        view.multi,
+        view.consumes,
+        # What a request consumes: amounts (exact nanos) and policies.
+        tuple(view.capacity.items()),
+        tuple([c.request_policy for c in device.capacity.values()]) if device.capacity else (),
+    ]
+    for kind, domain, ident in sorted(read):
+        source: Mapping[str, object] = (
+            device.attributes if kind == "attributes" else device.capacity
+        )
+        value = source.get(f"{domain}/{ident}", _MISSING)
+        if domain == view.driver and ident in source:
+            if value is not _MISSING:
+                return None
+            value = source[ident]
+        values.append(value)
+    return tuple(values)
 
 
 def _class_selectors(dc: DeviceClass) -> list[Selector]:

@@ -21,7 +21,7 @@ from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.derived import derive_pools
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
-from draplan.serve.series import Family, cluster_series, waiting_gangs
+from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
 
 DOCUMENTS = ("why", "metrics", "plan")
 
@@ -62,6 +62,7 @@ class Auditor:
     _autoscaler: Autoscaler | None = field(default=None, init=False, repr=False)
     _derived: dict[str, NodePool] = field(default_factory=dict, init=False, repr=False)
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
+    _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
 
     def _derive_pools(self, state: ClusterState) -> None:
         """With no NodePool in the model, the pools `scale` and `why` derive from its node
@@ -109,7 +110,9 @@ class Auditor:
             _, plan = plan_document(state, autoscaler)
         docs: dict[str, Any] = {"why": why_document(diagnoses), "metrics": metrics, "plan": plan}
         with step:
-            series = cluster_series(state, diagnoses, metrics, plan, self._gang_waits(state))
+            series = cluster_series(
+                state, diagnoses, metrics, plan, self._gang_waits(state), self._series
+            )
             objects = state_objects(state)
         done = time.monotonic()
         return Answers(

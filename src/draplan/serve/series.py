@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Node, Pod
 from draplan.audit.why import Diagnosis
 from draplan.cluster.accelerators import allocated, is_accelerator
-from draplan.cluster.devices import DeviceView
+from draplan.cluster.devices import DeviceView, Pool
 from draplan.cluster.nodepools import pool_name
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState
@@ -47,28 +47,102 @@ def _family(name: str, help: str, labels: Labels, values: Mapping[Labels, float]
     return Family(name, help, labels, tuple(sorted(values.items())))
 
 
-def _devices(state: ClusterState) -> tuple[Family, Family, dict[str, str]]:
+@dataclass(frozen=True)
+class _PoolDevices:
+    """One resource pool's devices and allocated devices per (driver, pool, model), and the
+    model of its first accelerator with one; kept while its nodes' versions hold."""
+
+    where: tuple[str, ...]  # the nodes its devices are bound to
+    key: object  # their versions when counted
+    local: str | None  # the one node all its devices are bound to, if any
+    counts: tuple[tuple[tuple[str, str, str], int, int], ...]
+    model: str
+
+
+class SeriesMemo:
+    """What the series may keep between audits of one changing state: each node's node pool
+    and each resource pool's device counts, while their versions hold."""
+
+    def __init__(self) -> None:
+        self.state: ClusterState | None = None
+        self.node_pools: dict[str, tuple[Node, object, str]] = {}
+        self.pools: dict[Pool, _PoolDevices] = {}
+
+    def node_pool_names(self, state: ClusterState) -> dict[str, str]:
+        """Each node's pool name (`nodepools.pool_name`)."""
+        if state is not self.state:  # node versions are one state's
+            self.state, self.node_pools, self.pools = state, {}, {}
+        pools_key = tuple(state.node_pools.items())
+        kept, self.node_pools = self.node_pools, {}
+        out = {}
+        for name, node in state.nodes.items():
+            seen = kept.get(name)
+            if seen is None or seen[0] is not node or seen[1] != pools_key:
+                seen = (node, pools_key, pool_name(state, node))
+            self.node_pools[name] = seen
+            out[name] = seen[2]
+        return out
+
+    def pool(self, state: ClusterState, pool: Pool, kept: dict[Pool, _PoolDevices]) -> _PoolDevices:
+        got = kept.get(pool)
+        where = got.where if got is not None else _bound_to(pool)
+        # The ledgers of a node's devices move its version (of devices bound to none: "*").
+        key = tuple(state.version(n) for n in where) if where else state.version("")
+        if got is None or got.key != key:
+            got = _count(state, pool, where, key)
+        self.pools[pool] = got
+        return got
+
+
+def _bound_to(pool: Pool) -> tuple[str, ...]:
+    return tuple(sorted({v.node_name for v in pool.devices if v.node_name is not None}))
+
+
+def _count(state: ClusterState, pool: Pool, where: tuple[str, ...], key: object) -> _PoolDevices:
+    total: Counter[tuple[str, str, str]] = Counter()
+    taken: Counter[tuple[str, str, str]] = Counter()
+    first = ""
+    for view in pool.devices:
+        model = model_of(view)
+        if model and not first and is_accelerator(view.driver):
+            first = model
+        labels = (view.driver, pool.id[1], model)
+        total[labels] += 1
+        taken[labels] += allocated(state, view)
+    local = {v.node_name for v in pool.devices}
+    return _PoolDevices(
+        where,
+        key,
+        next(iter(local)) if len(local) == 1 else None,
+        tuple((k, n, taken[k]) for k, n in total.items()),
+        first,
+    )
+
+
+def _devices(
+    state: ClusterState, node_pools: dict[str, str], memo: SeriesMemo
+) -> tuple[Family, Family, dict[str, str]]:
     """Devices and allocated devices per (driver, resource pool, node pool, model), and each
     node's accelerator model. A pool that several nodes see is counted once."""
     total: Counter[Labels] = Counter()
     taken: Counter[Labels] = Counter()
     node_model: dict[str, str] = {}
     seen: set[tuple[str, str]] = set()
+    kept, memo.pools = memo.pools, {}
     for name, node in sorted(state.nodes.items()):
-        node_pool = pool_name(state, node)
         for pool in state.pools_for_node(node):
             if pool.id in seen:
                 continue
             seen.add(pool.id)
-            local = {v.node_name for v in pool.devices}
-            owner = node_pool if local == {name} else ""  # a pool on many nodes is in none
-            for view in pool.devices:
-                model = model_of(view)
-                if model and is_accelerator(view.driver):
-                    node_model.setdefault(name, model)
-                key = (view.driver, pool.id[1], owner, model)
-                total[key] += 1
-                taken[key] += allocated(state, view)
+            counted = memo.pool(state, pool, kept)
+            if counted.model:
+                node_model.setdefault(name, counted.model)
+            # A pool on many nodes is in no node pool.
+            owner = node_pools[name] if counted.local == name else ""
+            for (driver, pool_id, model), n, allocated_ in counted.counts:
+                key = (driver, pool_id, owner, model)
+                total[key] += n
+                taken[key] += allocated_
     labels = ("driver", "pool", "node_pool", "model")
     return (
         _family("draplan_devices", "DRA devices published.", labels, total),
@@ -154,10 +228,13 @@ def cluster_series(
     metrics: dict[str, Any],
     plan: dict[str, Any],
     gang_waits: Sequence[float],
+    memo: SeriesMemo | None = None,
 ) -> tuple[Family, ...]:
-    """Every cluster series of one audit; `gang_waits` are the waiting gangs' ages in seconds."""
-    devices, allocated_devices, node_model = _devices(state)
-    node_pools = {name: pool_name(state, node) for name, node in state.nodes.items()}
+    """Every cluster series of one audit; `gang_waits` are the waiting gangs' ages in seconds;
+    a `memo` kept from the audits before spares counting again what did not change."""
+    memo = memo or SeriesMemo()
+    node_pools = memo.node_pool_names(state)
+    devices, allocated_devices, node_model = _devices(state, node_pools, memo)
     pending: Counter[Labels] = Counter((d.category, d.pod[0]) for d in diagnoses)
     planned: defaultdict[Labels, float] = defaultdict(float)
     for pool in state.node_pools:

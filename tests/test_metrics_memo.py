@@ -1,0 +1,169 @@
+"""`draplan serve` keeps a MetricsMemo and a SeriesMemo across audits of one state that events
+change in place: after every small change (pods and claims that come, go or end, nodes that
+come, go, get tainted or relabelled, slices that come, go, shrink or move pool), the kept memos'
+metrics document and series equal those of a fresh state built from the same objects."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from draplan.api.codec import decode
+from draplan.api.meta import KubeStruct
+from draplan.audit.documents import metrics_document
+from draplan.audit.metrics import MetricsMemo
+from draplan.audit.stranded import read_set, signature
+from draplan.cluster.devices import device_views
+from draplan.cluster.incremental import IncrementalState
+from draplan.cluster.state import ClusterState, origin_key
+from draplan.serve.series import SeriesMemo, cluster_series
+from generated_clusters import TAINT, generate
+
+metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
+CHANGING = ("Node", "ResourceSlice", "Pod", "ResourceClaim", "NodePool")
+PLAN: dict[str, Any] = {"scaleUp": []}
+
+
+def _variants(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object and the changes a watch would bring for it."""
+    out = [doc]
+    kind = doc["kind"]
+    if kind == "Node":
+        tainted = copy.deepcopy(doc)
+        tainted["spec"]["taints"] = [{"key": "maintenance", "effect": "NoExecute"}]
+        relabelled = copy.deepcopy(doc)
+        relabelled["metadata"]["labels"]["karpenter.sh/nodepool"] = "moved"
+        out += [tainted, relabelled]
+    elif kind == "ResourceSlice" and doc["spec"].get("devices"):
+        fewer = copy.deepcopy(doc)
+        fewer["spec"]["devices"] = fewer["spec"]["devices"][:-1]
+        tainted = copy.deepcopy(doc)
+        tainted["spec"]["pool"]["generation"] += 1
+        tainted["spec"]["devices"][0]["taints"] = [dict(TAINT)]
+        moved = copy.deepcopy(doc)
+        moved["spec"]["pool"]["name"] += "-moved"
+        out += [fewer, tainted, moved]
+    elif kind == "Pod" and doc["spec"].get("nodeName"):
+        done = copy.deepcopy(doc)
+        done["status"]["phase"] = "Succeeded"
+        out.append(done)
+    elif kind == "ResourceClaim" and "status" in doc:
+        freed = copy.deepcopy(doc)
+        freed.pop("status")
+        out.append(freed)
+    return out
+
+
+def _universe(seeds: tuple[int, ...]) -> list[list[KubeStruct]]:
+    """Variants per object key, over the clusters of `seeds` (the first of a key wins)."""
+    by_key: dict[Any, list[KubeStruct]] = {}
+    for seed in seeds:
+        for doc in generate(seed):
+            obj = decode(doc)
+            key = origin_key(obj)
+            if key not in by_key:
+                by_key[key] = [decode(v) for v in _variants(doc)]
+    return list(by_key.values())
+
+
+UNIVERSE = _universe((10, 0, 3))
+FIXED = [vs[0] for vs in UNIVERSE if vs[0].kind not in CHANGING]  # device classes
+CHANGES = [i for i, vs in enumerate(UNIVERSE) if vs[0].kind in CHANGING]
+
+change = st.tuples(
+    st.sampled_from(("put", "put", "delete")), st.sampled_from(CHANGES), st.integers(0, 3)
+)
+
+
+def _documents(
+    state: ClusterState, memo: MetricsMemo | None, series: SeriesMemo | None
+) -> tuple[str, str]:
+    doc = metrics_document(state, memo)
+    families = cluster_series(state, (), doc, PLAN, [], series)
+    return json.dumps(doc), repr(families)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    initial=st.lists(st.sampled_from(CHANGES), unique=True, max_size=60),
+    changes=st.lists(change, min_size=1, max_size=15),
+)
+def test_kept_memos_measure_every_change_as_a_fresh_state_does(
+    initial: list[int], changes: list[tuple[str, int, int]]
+) -> None:
+    store: dict[Any, KubeStruct] = {origin_key(o): o for o in FIXED}
+    for i in initial:
+        obj = UNIVERSE[i][0]
+        store[origin_key(obj)] = obj
+    inc = IncrementalState([(o, "src") for o in store.values()])
+    memo, series = MetricsMemo(), SeriesMemo()
+    _documents(inc.flush(), memo, series)
+    for action, i, v in changes:
+        variants = UNIVERSE[i]
+        obj = variants[v % len(variants)]
+        if action == "put":
+            store[origin_key(obj)] = obj
+            inc.put(obj, "src")
+        else:
+            store.pop(origin_key(obj), None)
+            inc.delete(obj)
+        fresh = ClusterState.from_objects([(o, "src") for o in store.values()])
+        assert _documents(inc.flush(), memo, series) == _documents(fresh, None, None)
+
+
+def test_kept_chunk_sums_follow_pods_ending(monkeypatch: Any) -> None:
+    """Scopes summed a few parts at a time (as 10,000 nodes are, CHUNK at a time): after each
+    running pod ends, the kept sums give the fresh document, and the pod's node changed."""
+    monkeypatch.setattr(metrics_module, "CHUNK", 3)
+    objects = [(vs[0], "src") for vs in UNIVERSE]
+    state = ClusterState.from_objects(objects)
+    memo = MetricsMemo()
+    before = json.loads(_documents(state, memo, None)[0])
+    running = [p for _, p in sorted(state.pods.items()) if p.spec.node_name][:4]
+    assert running
+    for i, pod in enumerate(running):
+        state.remove_pod((pod.metadata.namespace, pod.metadata.name))
+        fresh = ClusterState.from_objects(objects)
+        for ended in running[: i + 1]:
+            fresh.remove_pod((ended.metadata.namespace, ended.metadata.name))
+        after = json.loads(_documents(state, memo, None)[0])
+        assert after == json.loads(_documents(fresh, None, None)[0])
+    assert after["nodes"][running[0].spec.node_name] != before["nodes"][running[0].spec.node_name]
+
+
+def test_exclusive_pools_are_counted_as_device_by_device(monkeypatch: Any) -> None:
+    """The shortcut for pools of one node's exclusive devices gives what counting each
+    device and GPU gives."""
+    state = ClusterState.from_objects([vs[0] for vs in UNIVERSE])
+    fast = json.dumps(metrics_document(state))
+    monkeypatch.setattr(metrics_module._Collector, "exclusive_part", lambda *_: None)
+    assert json.dumps(metrics_document(state)) == fast
+
+
+def test_devices_alike_share_a_signature_unless_a_read_is_ambiguous() -> None:
+    slices = [s for s in map(decode, generate(0)) if s.kind == "ResourceSlice"]
+    views = [v for rs in slices for v in device_views(rs)]
+    by_model = read_set(["device.attributes['gpu.example.com'].model == 'h100'"])
+    alike = {
+        (
+            v.driver,
+            v.multi,
+            tuple(v.device.capacity.items()),
+            v.consumes,
+            v.device.attributes.get("model"),
+        )
+        for v in views
+    }
+    assert len({signature(v, by_model) for v in views}) == len(alike) < len(views)
+    assert signature(views[0], None) is None
+    view = views[0]
+    both = {**view.device.attributes, "gpu.example.com/model": view.device.attributes["model"]}
+    twin = dataclasses.replace(view, device=msgspec.structs.replace(view.device, attributes=both))
+    assert signature(twin, by_model) is None

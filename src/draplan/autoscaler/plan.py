@@ -26,7 +26,7 @@ from draplan.autoscaler.provreq import (
     provreq_pods,
     supported,
 )
-from draplan.autoscaler.scaledown import Needs, Removal, plan_scale_down
+from draplan.autoscaler.scaledown import Needs, Removal, ScaleDownMemo, plan_scale_down
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -137,6 +137,8 @@ class Autoscaler:
         self.scheduler = Scheduler(self.profile, gangs=gangs)
         self.quiet = Scheduler(self.profile, gangs=gangs, explain=False)
         self.capacities: dict[tuple[str, bytes], Capacity] = {}
+        # Per-node answers of scale-down, kept while one state is planned again and again.
+        self.scale_down_memo = ScaleDownMemo()
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
@@ -151,7 +153,7 @@ class Autoscaler:
             self.expanders,
             self.quiet,
         )
-        planner.capacities = self.capacities  # pools are fixed for this autoscaler's life
+        planner.capacities = self.capacities  # kept by pool content: valid from plan to plan
         return planner
 
     # --- ProvisioningRequests -------------------------------------------------------------
@@ -429,7 +431,7 @@ class Autoscaler:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
             needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
-            plan.scale_down = plan_scale_down(state, self.scheduler, needs)
+            plan.scale_down = plan_scale_down(state, self.scheduler, needs, self.scale_down_memo)
         return plan
 
     def _explain(

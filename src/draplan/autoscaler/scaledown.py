@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
@@ -34,6 +34,9 @@ from draplan.scheduler.gangs import find_gangs
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 THRESHOLD = 0.5  # --scale-down-utilization-threshold and --scale-down-gpu-utilization-threshold
 NAMED = 3  # pending pods named in a removal's reason at most
+MEMO_ENTRIES = 1 << 18  # answers a ScaleDownMemo keeps at most; a full memo starts over
+
+Version = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,47 @@ class Needs:
     pending: Sequence[Pod] = field(default_factory=tuple)  # pods that still pend after it
 
 
+class ScaleDownMemo:
+    """What scale-down learnt of single nodes, kept between passes over one state (an
+    autoscaler's life): a node's utilization and whether a pending pod's shape fits it, each
+    under the node's version, which names what the node held (a state's versions are unique
+    over its life, and a reverted fork restores the version of what it restores)."""
+
+    def __init__(self) -> None:
+        self._state: ClusterState | None = None
+        self.utilization: dict[str, tuple[Version, float]] = {}
+        # (node, pod shape, PreFilter passed) -> (version, fits, the scheduler's reasons).
+        self.fits: dict[tuple[str, bytes, bool], tuple[Version, bool, tuple[str, ...] | None]] = {}
+
+    def of(self, state: ClusterState) -> ScaleDownMemo:
+        """The memo for `state`: what was learnt on another state is forgotten."""
+        if state is not self._state or len(self.fits) > MEMO_ENTRIES:
+            self._state = state
+            self.utilization.clear()
+            self.fits.clear()
+        return self
+
+    def node_utilization(self, state: ClusterState, node: Node) -> float:
+        name = node.metadata.name
+        version = state.version(name)
+        hit = self.utilization.get(name)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        value = scale_down_utilization(state, node)
+        self.utilization[name] = (version, value)
+        return value
+
+
 def plan_scale_down(
-    state: ClusterState, scheduler: Scheduler, needs: Needs | None = None
+    state: ClusterState,
+    scheduler: Scheduler,
+    needs: Needs | None = None,
+    memo: ScaleDownMemo | None = None,
 ) -> list[Removal]:
-    """Candidates in name order; each accepted removal is kept in `state` for the next one."""
+    """Candidates in name order; each accepted removal is kept in `state` for the next one.
+    `memo` (kept by the caller for `scheduler`'s profile) spares re-judging unchanged nodes."""
     needs = needs or Needs()
+    memo = (memo or ScaleDownMemo()).of(state)
     removals: list[Removal] = []
     gangs = find_gangs(state)
     added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
@@ -86,7 +125,7 @@ def plan_scale_down(
         pool = node_pool(state, node)
         if pool is not None and members[group] <= pool.spec.min_nodes:
             continue
-        utilization = scale_down_utilization(state, node)
+        utilization = memo.node_utilization(state, node)
         if utilization > THRESHOLD:
             continue
         pods = index.pods.get(name, [])
@@ -94,7 +133,7 @@ def plan_scale_down(
             continue
         if any(key_of(p) in gangs for p in pods):
             continue  # never break a running gang
-        unusable = _unusable(state, scheduler, name, pending)
+        unusable = _unusable(state, scheduler, name, pending, memo)
         if unusable is None:
             continue  # a pending pod fits there: capacity the pass's pods need
         keys = {key_of(p) for p in pods}
@@ -154,32 +193,47 @@ class _Index:
         return [found[i] for i in sorted(found)]
 
 
-def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[Pod]:
-    """One pod per scheduling shape: pods of one shape fit the same nodes."""
+def _distinct(
+    state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]
+) -> list[tuple[Pod, tuple[bytes, bool]]]:
+    """One pod per scheduling shape (pods of one shape fit the same nodes), with its shape and
+    whether PreFilter passes it."""
     seen: set[bytes] = set()
     out = []
     for pod in sorted(pods, key=key_of):
-        shape = scheduler.shape_of(state, pod)
+        shape, admitted = scheduler.admits(state, pod)
         if shape not in seen:
             seen.add(shape)
-            out.append(pod)
+            out.append((pod, (shape, admitted)))
     return out
 
 
 def _unusable(
-    state: ClusterState, scheduler: Scheduler, name: str, pending: list[Pod]
+    state: ClusterState,
+    scheduler: Scheduler,
+    name: str,
+    pending: list[tuple[Pod, tuple[bytes, bool]]],
+    memo: ScaleDownMemo,
 ) -> str | None:
     """None when one of the pending pods fits on node `name` as it is; else why none can
     use it (the scheduler's reasons on that node), as a clause for the removal's reason."""
     why: list[str] = []
-    for pod in pending:
-        with state.forked():
-            result = scheduler.schedule_pod(state, pod, [name])
-        if result.node is not None:
+    version = state.version(name)
+    for pod, (shape, admitted) in pending:
+        hit = memo.fits.get((name, shape, admitted))
+        if hit is not None and hit[0] == version:
+            fits, reasons = hit[1], hit[2]
+        else:
+            with state.forked():
+                result = scheduler.schedule_pod(state, pod, [name])
+            fits = result.node is not None
+            reasons = tuple(result.reason.nodes) if result.reason is not None else None
+            memo.fits[(name, shape, admitted)] = (version, fits, reasons)
+        if fits:
             return None
-        if result.reason is not None and len(why) < NAMED:
+        if reasons is not None and len(why) < NAMED:
             key = key_of(pod)
-            why.append(f"{key[0]}/{key[1]}: {', '.join(result.reason.nodes)}")
+            why.append(f"{key[0]}/{key[1]}: {', '.join(reasons)}")
     if not why:
         return ""
     more = f"; {len(pending) - len(why)} more" if len(pending) > len(why) else ""

@@ -608,9 +608,11 @@ class Evaluator:
             return
         version = (everywhere, state.node_version.get(name) or 0)
         current = ev.evals.get(name)
-        if current is not None:
-            if current.version == version:
-                return
+        if current is not None and current.version == version:
+            return
+        # A version that came back (a reverted fork) has its answer kept: the cheapest way.
+        result = _recalled(ev, name, version) if ev.past else None
+        if result is None and current is not None:
             hardware = ev.impossible.get(name)
             if (
                 hardware is not None
@@ -628,9 +630,8 @@ class Evaluator:
             ):
                 ev.stale.add(name)  # still does not fit; why is recomputed when asked
                 return
-        result = _recalled(ev, name, version) or self._evaluate(
-            state, cycle, pod, node, ev, version
-        )
+        if result is None:
+            result = self._evaluate(state, cycle, pod, node, ev, version)
         self._store(ev, name, result)
         if not result.exact:
             ev.stale.add(name)

@@ -13,6 +13,7 @@ from draplan.api.codec import to_builtins
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, move_options
 from draplan.autoscaler.ca import CAOption, ca_options
+from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.legacy import lossy_state
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
@@ -137,8 +138,10 @@ class Autoscaler:
         self.scheduler = Scheduler(self.profile, gangs=gangs)
         self.quiet = Scheduler(self.profile, gangs=gangs, explain=False)
         self.capacities: dict[tuple[str, bytes], Capacity] = {}
-        # Per-node answers of scale-down, kept while one state is planned again and again.
+        # Kept while one state is planned again and again: scale-down's per-node answers, and
+        # where the pending pods went on existing nodes.
         self.scale_down_memo = ScaleDownMemo()
+        self.existing_fit = ExistingFit()
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
@@ -154,6 +157,7 @@ class Autoscaler:
             self.quiet,
         )
         planner.capacities = self.capacities  # kept by pool content: valid from plan to plan
+        planner.existing = self.existing_fit
         return planner
 
     # --- ProvisioningRequests -------------------------------------------------------------

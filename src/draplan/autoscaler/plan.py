@@ -446,17 +446,23 @@ class Autoscaler:
         out = []
         gangs = find_gangs(state) if self.scheduler.gangs else {}
         judged: dict[ObjectKey, PodResult] = {}
+        # Every pod is judged on the same state (each in a fork reverted), so pods of one
+        # shape get one answer.
+        by_shape: dict[tuple[bytes, bool], PodResult] = {}
         planner = self.planner(state)  # for what the pools could do, one for every pod
         for pod in pending_pods(state):
             key = key_of(pod)
             gang = gangs.get(key)
-            if key not in judged:
+            if key not in judged and gang is None:
+                shape = self.scheduler.admits(state, pod)
+                if shape not in by_shape:
+                    with state.forked():
+                        by_shape[shape] = self.scheduler.schedule_pod(state, pod)
+                judged[key] = by_shape[shape]
+            elif key not in judged:  # explained with its gang, the way the scheduler judges it
                 with state.forked():
-                    if gang is None:
-                        judged[key] = self.scheduler.schedule_pod(state, pod)
-                    else:  # explained with its gang, the way the scheduler judges it
-                        only = {k for k in gang.members if k in state.pods}
-                        judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
+                    only = {k for k in gang.members if k in state.pods}
+                    judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
             result = judged.get(key)
             reason = result.reason if result is not None else None
             why = _pool_reason(state, planner, pod, refused.get(key))

@@ -111,23 +111,28 @@ def plan_scale_down(
     added_pools = {pool_name(state, n) for n in added} - {""}
     added_shapes = [node_shape(state, n) for n in added]
     pending = _distinct(state, scheduler, needs.pending)
-    members = Counter(pool_name(state, n) for n in state.nodes.values())
+    # Nodes per pool, counted when a pool's minimum is first looked at (removals so far are
+    # gone from the state by then) and kept up to date after.
+    members: Counter[str] | None = None
     index = _Index(state)
     for name in sorted(state.nodes.keys()):
         if name in needs.added or name in needs.used:
             continue
         node = state.nodes[name]
+        utilization = memo.node_utilization(state, node)
+        if utilization > THRESHOLD:
+            continue
         group = pool_name(state, node)
         if group in added_pools:
             continue
         if added_shapes and any(node_shape(state, node).matches(s) for s in added_shapes):
             continue
         pool = node_pool(state, node)
-        if pool is not None and members[group] <= pool.spec.min_nodes:
-            continue
-        utilization = memo.node_utilization(state, node)
-        if utilization > THRESHOLD:
-            continue
+        if pool is not None:
+            if members is None:
+                members = Counter(pool_name(state, n) for n in state.nodes.values())
+            if members[group] <= pool.spec.min_nodes:
+                continue
         pods = index.pods.get(name, [])
         if any(p.metadata.annotations.get(SAFE_TO_EVICT) == "false" for p in pods):
             continue
@@ -154,7 +159,8 @@ def plan_scale_down(
             what = f"{len(pods)} pod(s) fit elsewhere" if pods else "no pod uses it"
             reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
             removals.append(Removal(name, reason, group, bool(needs.added)))
-            members[group] -= 1
+            if members is not None:
+                members[group] -= 1
             index.moved(state, name, keys)
     return removals
 

@@ -459,7 +459,7 @@ class Autoscaler:
                     with state.forked():
                         by_shape[shape] = self.scheduler.schedule_pod(state, pod)
                 judged[key] = by_shape[shape]
-            elif key not in judged:  # explained with its gang, the way the scheduler judges it
+            elif key not in judged and gang is not None:  # explained with its gang, as judged
                 with state.forked():
                     only = {k for k in gang.members if k in state.pods}
                     judged.update((r.key, r) for r in self.scheduler.run(state, only=only))

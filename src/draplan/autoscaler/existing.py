@@ -80,7 +80,8 @@ class ExistingFit:
     def run(self, state: ClusterState, scheduler: Scheduler) -> None:
         """Place what the scheduler places of the pending pods (mutates `state`)."""
         queue = _queue(state, scheduler)
-        versions = {name: state.version(name) for name in state.nodes}
+        everywhere, own = state.version("*")[0], state.node_version
+        versions = {name: (everywhere, own.get(name) or 0) for name in state.nodes}
         changed = self._changed(state, scheduler, queue, versions)
         this = _Run(queue, versions)
         if changed is None:

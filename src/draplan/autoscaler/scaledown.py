@@ -28,7 +28,8 @@ from draplan.cluster.nodepools import node_pool, pool_name
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import release_claims
+from draplan.scheduler.claims import pod_claims, release_claims
+from draplan.scheduler.evaluations import shareable
 from draplan.scheduler.gangs import find_gangs
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -111,6 +112,7 @@ def plan_scale_down(
     added_pools = {pool_name(state, n) for n in added} - {""}
     added_shapes = [node_shape(state, n) for n in added]
     pending = _distinct(state, scheduler, needs.pending)
+    alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
     # Nodes per pool, counted when a pool's minimum is first looked at (removals so far are
     # gone from the state by then) and kept up to date after.
     members: Counter[str] | None = None
@@ -138,7 +140,7 @@ def plan_scale_down(
             continue
         if any(key_of(p) in gangs for p in pods):
             continue  # never break a running gang
-        unusable = _unusable(state, scheduler, name, pending, memo)
+        unusable = _unusable(state, scheduler, name, pending, memo, alike)
         if unusable is None:
             continue  # a pending pod fits there: capacity the pass's pods need
         keys = {key_of(p) for p in pods}
@@ -199,18 +201,25 @@ class _Index:
         return [found[i] for i in sorted(found)]
 
 
-def _distinct(
-    state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]
-) -> list[tuple[Pod, tuple[bytes, bool]]]:
-    """One pod per scheduling shape (pods of one shape fit the same nodes), with its shape and
-    whether PreFilter passes it."""
+@dataclass(frozen=True)
+class _Pending:
+    """One pod of a scheduling shape that still pends (pods of one shape fit the same nodes)."""
+
+    pod: Pod
+    shape: bytes
+    admitted: bool  # PreFilter passes it
+    shared: bool  # it names no node: identical nodes give it one answer (scheduler.evaluations)
+
+
+def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[_Pending]:
     seen: set[bytes] = set()
     out = []
     for pod in sorted(pods, key=key_of):
         shape, admitted = scheduler.admits(state, pod)
         if shape not in seen:
             seen.add(shape)
-            out.append((pod, (shape, admitted)))
+            shared = admitted and shareable(pod, pod_claims(state, pod))
+            out.append(_Pending(pod, shape, admitted, shared))
     return out
 
 
@@ -218,27 +227,39 @@ def _unusable(
     state: ClusterState,
     scheduler: Scheduler,
     name: str,
-    pending: list[tuple[Pod, tuple[bytes, bool]]],
+    pending: list[_Pending],
     memo: ScaleDownMemo,
+    alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]],
 ) -> str | None:
     """None when one of the pending pods fits on node `name` as it is; else why none can
-    use it (the scheduler's reasons on that node), as a clause for the removal's reason."""
+    use it (the scheduler's reasons on that node), as a clause for the removal's reason.
+    `alike`: the answers of this pass by node signature, for pods that name no node (the
+    scheduler gives identical nodes one answer, its reason codes included)."""
     why: list[str] = []
     version = state.version(name)
-    for pod, (shape, admitted) in pending:
-        hit = memo.fits.get((name, shape, admitted))
+    signature = None
+    for p in pending:
+        hit = memo.fits.get((name, p.shape, p.admitted))
         if hit is not None and hit[0] == version:
-            fits, reasons = hit[1], hit[2]
+            found = hit[1], hit[2]
         else:
-            with state.forked():
-                result = scheduler.schedule_pod(state, pod, [name])
-            fits = result.node is not None
-            reasons = tuple(result.reason.nodes) if result.reason is not None else None
-            memo.fits[(name, shape, admitted)] = (version, fits, reasons)
+            if p.shared and signature is None:
+                signature = scheduler.evaluator.signature(state, state.nodes[name], version)[0]
+            same = alike.get((signature, p.shape)) if p.shared and signature is not None else None
+            if same is None:
+                with state.forked():
+                    result = scheduler.schedule_pod(state, p.pod, [name])
+                reasons = tuple(result.reason.nodes) if result.reason is not None else None
+                same = (result.node is not None, reasons)
+                if p.shared and signature is not None:
+                    alike[signature, p.shape] = same
+            found = same
+            memo.fits[(name, p.shape, p.admitted)] = (version, *found)
+        fits, reasons = found
         if fits:
             return None
         if reasons is not None and len(why) < NAMED:
-            key = key_of(pod)
+            key = key_of(p.pod)
             why.append(f"{key[0]}/{key[1]}: {', '.join(reasons)}")
     if not why:
         return ""

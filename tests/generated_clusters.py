@@ -280,19 +280,21 @@ def _pending(rng: random.Random, i: int, template: str) -> dict[str, Any]:
     }
 
 
-def generate(seed: int) -> list[dict[str, Any]]:
-    """A small random cluster: 2 to 5 nodes, their running pods, 1 to 5 pending pods and, for
-    about a third of the seeds, NodePools."""
+def generate(
+    seed: int, nodes: tuple[int, int] = (2, 5), pending: tuple[int, int] = (1, 5)
+) -> list[dict[str, Any]]:
+    """A small random cluster: 2 to 5 nodes (or `nodes`, a range), their running pods, 1 to 5
+    pending pods (or `pending`) and, for about a third of the seeds, NodePools."""
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = [_class(GPU_CLASS, "gpu"), _class(MIG_CLASS, "mig")]
-    kinds = [rng.choice(["h100", "h100", "l4", "a100"]) for _ in range(rng.randint(2, 5))]
+    kinds = [rng.choice(["h100", "h100", "l4", "a100"]) for _ in range(rng.randint(*nodes))]
     first: dict[str, str] = {}
     for n, kind in enumerate(kinds):
         name = f"{kind}-{n}"
         first.setdefault(kind, name)
         objs += _node(rng, name, kind)
         objs += _running(rng, name, kind, n)
-    for i in range(rng.randint(1, 5)):
+    for i in range(rng.randint(*pending)):
         objs.append(_template(rng, f"t-{i}"))
         objs.append(_pending(rng, i, f"t-{i}"))
     if rng.random() < 0.35:

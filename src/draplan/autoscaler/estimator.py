@@ -3,20 +3,24 @@ real scheduler the only judge of fit.
 
 Pending pods fall into equivalence classes, one pod shape each. How many pods of a class one
 empty node of a pool holds is found by placing them, with the real scheduler, on one template
-node, memoised per pool and shape (it does not change during a plan). The same probe finds
-the mixed contents of one node: every maximal way to fill it (for the exact choice) or one
-greedy fill in a given class order.
+node, memoised per pool and shape: under the pool's content and the node it copies, so a memo
+kept between plans (as `draplan serve` keeps one) sees a pool derived again differently. The
+same probe finds the mixed contents of one node: every maximal way to fill it (for the exact
+choice) or one greedy fill in a given class order.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import msgspec
 
 from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.autoscaler.costopt import Content, maximal
-from draplan.autoscaler.templates import add_new_node, make_node
+from draplan.autoscaler.templates import add_new_node, make_node, node_copy
 from draplan.autoscaler.utilization import waste
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, key_of
@@ -65,9 +69,25 @@ class Estimator:
         self.scheduler = scheduler
         # Estimates need no explanation of failures.
         self.quiet = quiet or Scheduler(scheduler.profile, gangs=scheduler.gangs, explain=False)
-        # What an empty node of a pool holds of a pod shape does not change during a plan.
+        # What an empty node of a pool holds of a pod shape, by `pool_key` and shape.
         self.capacities: dict[tuple[str, bytes], Capacity] = {}
         self._fills: dict[tuple[object, ...], Content] = {}  # for one round's classes
+        self._pool_keys: dict[str, tuple[NodePool, str]] = {}
+
+    def pool_key(self, state: ClusterState, pool: NodePool) -> str:
+        """The pool's name and a digest of what its new nodes are made of (its spec, the node
+        it copies, cluster-wide changes); read once per pool object (an estimator serves one
+        plan, during which nodes are added and pods placed, never a template changed)."""
+        name = pool.metadata.name
+        hit = self._pool_keys.get(name)
+        if hit is not None and hit[0] is pool:
+            return hit[1]
+        source = state.nodes.get(pool.spec.from_node) if pool.spec.from_node else None
+        copied = node_copy(state, source) if source is not None else None
+        content = msgspec.msgpack.encode((pool, copied, state.version("*")[0]), enc_hook=str)
+        key = f"{name}/{hashlib.blake2b(content, digest_size=16).hexdigest()}"
+        self._pool_keys[name] = (pool, key)
+        return key
 
     def new_round(self) -> None:
         """Forget the fills: they are keyed by the round's class numbering."""
@@ -101,8 +121,9 @@ class Estimator:
         """How many pods of each class the real scheduler places, one after another, on one
         empty node of `pool` (one template node serves every class not yet known)."""
         out: list[Capacity | None] = []
+        memo_key = self.pool_key(state, pool)
         for cls in classes:
-            hit = self.capacities.get((pool.metadata.name, cls.shape))
+            hit = self.capacities.get((memo_key, cls.shape))
             out.append(hit if hit is not None and (hit.exact or hit.pods >= cls.count) else None)
         if any(c is None for c in out):
             with state.forked():
@@ -114,7 +135,7 @@ class Estimator:
                         placed = self.place_while_taken(state, name, cls.pods, cls.count)
                         used = waste(state, [state.nodes[name]]) if placed else 1.0
                     cap = Capacity(placed, placed < cls.count, used)
-                    self.capacities[pool.metadata.name, cls.shape] = cap
+                    self.capacities[memo_key, cls.shape] = cap
                     out[i] = cap
         return [c for c in out if c is not None]
 

@@ -13,6 +13,7 @@ from draplan.api.codec import to_builtins
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, move_options
 from draplan.autoscaler.ca import CAOption, ca_options
+from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.legacy import lossy_state
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
@@ -26,7 +27,7 @@ from draplan.autoscaler.provreq import (
     provreq_pods,
     supported,
 )
-from draplan.autoscaler.scaledown import Needs, Removal, plan_scale_down
+from draplan.autoscaler.scaledown import Needs, Removal, ScaleDownMemo, plan_scale_down
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -137,6 +138,10 @@ class Autoscaler:
         self.scheduler = Scheduler(self.profile, gangs=gangs)
         self.quiet = Scheduler(self.profile, gangs=gangs, explain=False)
         self.capacities: dict[tuple[str, bytes], Capacity] = {}
+        # Kept while one state is planned again and again: scale-down's per-node answers, and
+        # where the pending pods went on existing nodes.
+        self.scale_down_memo = ScaleDownMemo()
+        self.existing_fit = ExistingFit()
         self.limits = limits or Limits()
         self.expanders = expanders
         self.legacy = legacy
@@ -151,7 +156,8 @@ class Autoscaler:
             self.expanders,
             self.quiet,
         )
-        planner.capacities = self.capacities  # pools are fixed for this autoscaler's life
+        planner.capacities = self.capacities  # kept by pool content: valid from plan to plan
+        planner.existing = self.existing_fit
         return planner
 
     # --- ProvisioningRequests -------------------------------------------------------------
@@ -429,7 +435,7 @@ class Autoscaler:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
             needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
-            plan.scale_down = plan_scale_down(state, self.scheduler, needs)
+            plan.scale_down = plan_scale_down(state, self.scheduler, needs, self.scale_down_memo)
         return plan
 
     def _explain(
@@ -440,17 +446,23 @@ class Autoscaler:
         out = []
         gangs = find_gangs(state) if self.scheduler.gangs else {}
         judged: dict[ObjectKey, PodResult] = {}
+        # Every pod is judged on the same state (each in a fork reverted), so pods of one
+        # shape get one answer.
+        by_shape: dict[tuple[bytes, bool], PodResult] = {}
         planner = self.planner(state)  # for what the pools could do, one for every pod
         for pod in pending_pods(state):
             key = key_of(pod)
             gang = gangs.get(key)
-            if key not in judged:
+            if key not in judged and gang is None:
+                shape = self.scheduler.admits(state, pod)
+                if shape not in by_shape:
+                    with state.forked():
+                        by_shape[shape] = self.scheduler.schedule_pod(state, pod)
+                judged[key] = by_shape[shape]
+            elif key not in judged and gang is not None:  # explained with its gang, as judged
                 with state.forked():
-                    if gang is None:
-                        judged[key] = self.scheduler.schedule_pod(state, pod)
-                    else:  # explained with its gang, the way the scheduler judges it
-                        only = {k for k in gang.members if k in state.pods}
-                        judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
+                    only = {k for k in gang.members if k in state.pods}
+                    judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
             result = judged.get(key)
             reason = result.reason if result is not None else None
             why = _pool_reason(state, planner, pod, refused.get(key))

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from draplan.api.core_v1 import Pod
+from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
@@ -28,12 +28,16 @@ from draplan.cluster.nodepools import node_pool, pool_name
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import release_claims
+from draplan.scheduler.claims import pod_claims, release_claims
+from draplan.scheduler.evaluations import shareable
 from draplan.scheduler.gangs import find_gangs
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 THRESHOLD = 0.5  # --scale-down-utilization-threshold and --scale-down-gpu-utilization-threshold
 NAMED = 3  # pending pods named in a removal's reason at most
+MEMO_ENTRIES = 1 << 18  # answers a ScaleDownMemo keeps at most; a full memo starts over
+
+Version = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -61,40 +65,82 @@ class Needs:
     pending: Sequence[Pod] = field(default_factory=tuple)  # pods that still pend after it
 
 
+class ScaleDownMemo:
+    """What scale-down learnt of single nodes, kept between passes over one state (an
+    autoscaler's life): a node's utilization and whether a pending pod's shape fits it, each
+    under the node's version, which names what the node held (a state's versions are unique
+    over its life, and a reverted fork restores the version of what it restores)."""
+
+    def __init__(self) -> None:
+        self._state: ClusterState | None = None
+        self.utilization: dict[str, tuple[Version, float]] = {}
+        # (node, pod shape, PreFilter passed) -> (version, fits, the scheduler's reasons).
+        self.fits: dict[tuple[str, bytes, bool], tuple[Version, bool, tuple[str, ...] | None]] = {}
+
+    def of(self, state: ClusterState) -> ScaleDownMemo:
+        """The memo for `state`: what was learnt on another state is forgotten."""
+        if state is not self._state or len(self.fits) > MEMO_ENTRIES:
+            self._state = state
+            self.utilization.clear()
+            self.fits.clear()
+        return self
+
+    def node_utilization(self, state: ClusterState, node: Node) -> float:
+        name = node.metadata.name
+        version = state.version(name)
+        hit = self.utilization.get(name)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        value = scale_down_utilization(state, node)
+        self.utilization[name] = (version, value)
+        return value
+
+
 def plan_scale_down(
-    state: ClusterState, scheduler: Scheduler, needs: Needs | None = None
+    state: ClusterState,
+    scheduler: Scheduler,
+    needs: Needs | None = None,
+    memo: ScaleDownMemo | None = None,
 ) -> list[Removal]:
-    """Candidates in name order; each accepted removal is kept in `state` for the next one."""
+    """Candidates in name order; each accepted removal is kept in `state` for the next one.
+    `memo` (kept by the caller for `scheduler`'s profile) spares re-judging unchanged nodes."""
     needs = needs or Needs()
+    memo = (memo or ScaleDownMemo()).of(state)
     removals: list[Removal] = []
     gangs = find_gangs(state)
     added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
     added_pools = {pool_name(state, n) for n in added} - {""}
     added_shapes = [node_shape(state, n) for n in added]
     pending = _distinct(state, scheduler, needs.pending)
-    members = Counter(pool_name(state, n) for n in state.nodes.values())
+    alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
+    # Nodes per pool, counted when a pool's minimum is first looked at (removals so far are
+    # gone from the state by then) and kept up to date after.
+    members: Counter[str] | None = None
     index = _Index(state)
     for name in sorted(state.nodes.keys()):
         if name in needs.added or name in needs.used:
             continue
         node = state.nodes[name]
+        utilization = memo.node_utilization(state, node)
+        if utilization > THRESHOLD:
+            continue
         group = pool_name(state, node)
         if group in added_pools:
             continue
         if added_shapes and any(node_shape(state, node).matches(s) for s in added_shapes):
             continue
         pool = node_pool(state, node)
-        if pool is not None and members[group] <= pool.spec.min_nodes:
-            continue
-        utilization = scale_down_utilization(state, node)
-        if utilization > THRESHOLD:
-            continue
+        if pool is not None:
+            if members is None:
+                members = Counter(pool_name(state, n) for n in state.nodes.values())
+            if members[group] <= pool.spec.min_nodes:
+                continue
         pods = index.pods.get(name, [])
         if any(p.metadata.annotations.get(SAFE_TO_EVICT) == "false" for p in pods):
             continue
         if any(key_of(p) in gangs for p in pods):
             continue  # never break a running gang
-        unusable = _unusable(state, scheduler, name, pending)
+        unusable = _unusable(state, scheduler, name, pending, memo, alike)
         if unusable is None:
             continue  # a pending pod fits there: capacity the pass's pods need
         keys = {key_of(p) for p in pods}
@@ -115,7 +161,8 @@ def plan_scale_down(
             what = f"{len(pods)} pod(s) fit elsewhere" if pods else "no pod uses it"
             reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
             removals.append(Removal(name, reason, group, bool(needs.added)))
-            members[group] -= 1
+            if members is not None:
+                members[group] -= 1
             index.moved(state, name, keys)
     return removals
 
@@ -154,32 +201,66 @@ class _Index:
         return [found[i] for i in sorted(found)]
 
 
-def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[Pod]:
-    """One pod per scheduling shape: pods of one shape fit the same nodes."""
+@dataclass(frozen=True)
+class _Pending:
+    """One pod of a scheduling shape that still pends (pods of one shape fit the same nodes)."""
+
+    pod: Pod
+    shape: bytes
+    admitted: bool  # PreFilter passes it
+    shared: bool  # it names no node: identical nodes give it one answer (scheduler.evaluations)
+
+
+def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[_Pending]:
     seen: set[bytes] = set()
     out = []
     for pod in sorted(pods, key=key_of):
-        shape = scheduler.shape_of(state, pod)
+        shape, admitted = scheduler.admits(state, pod)
         if shape not in seen:
             seen.add(shape)
-            out.append(pod)
+            shared = admitted and shareable(pod, pod_claims(state, pod))
+            out.append(_Pending(pod, shape, admitted, shared))
     return out
 
 
 def _unusable(
-    state: ClusterState, scheduler: Scheduler, name: str, pending: list[Pod]
+    state: ClusterState,
+    scheduler: Scheduler,
+    name: str,
+    pending: list[_Pending],
+    memo: ScaleDownMemo,
+    alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]],
 ) -> str | None:
     """None when one of the pending pods fits on node `name` as it is; else why none can
-    use it (the scheduler's reasons on that node), as a clause for the removal's reason."""
+    use it (the scheduler's reasons on that node), as a clause for the removal's reason.
+    `alike`: the answers of this pass by node signature, for pods that name no node (the
+    scheduler gives identical nodes one answer, its reason codes included)."""
     why: list[str] = []
-    for pod in pending:
-        with state.forked():
-            result = scheduler.schedule_pod(state, pod, [name])
-        if result.node is not None:
+    version = state.version(name)
+    signature = None
+    for p in pending:
+        hit = memo.fits.get((name, p.shape, p.admitted))
+        if hit is not None and hit[0] == version:
+            found = hit[1], hit[2]
+        else:
+            if p.shared and signature is None:
+                signature = scheduler.evaluator.signature(state, state.nodes[name], version)[0]
+            same = alike.get((signature, p.shape)) if p.shared and signature is not None else None
+            if same is None:
+                with state.forked():
+                    result = scheduler.schedule_pod(state, p.pod, [name])
+                reasons = tuple(result.reason.nodes) if result.reason is not None else None
+                same = (result.node is not None, reasons)
+                if p.shared and signature is not None:
+                    alike[signature, p.shape] = same
+            found = same
+            memo.fits[(name, p.shape, p.admitted)] = (version, *found)
+        fits, reasons = found
+        if fits:
             return None
-        if result.reason is not None and len(why) < NAMED:
-            key = key_of(pod)
-            why.append(f"{key[0]}/{key[1]}: {', '.join(result.reason.nodes)}")
+        if reasons is not None and len(why) < NAMED:
+            key = key_of(p.pod)
+            why.append(f"{key[0]}/{key[1]}: {', '.join(reasons)}")
     if not why:
         return ""
     more = f"; {len(pending) - len(why)} more" if len(pending) > len(why) else ""

@@ -23,6 +23,7 @@ from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
 from draplan.autoscaler import costopt
 from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass, pod_size
+from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_by, class_score
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
@@ -173,6 +174,9 @@ class ScaleUpPlanner:
         # Estimates and placements on chosen nodes need no explanation of failures.
         self.estimator = Estimator(scheduler, quiet)
         self.quiet = self.estimator.quiet  # placements on chosen nodes need no explanation
+        # Set by an autoscaler that plans one state again and again: the previous plan's
+        # placements on existing nodes, repeated where nothing changed.
+        self.existing: ExistingFit | None = None
 
     @property
     def capacities(self) -> dict[tuple[str, bytes], Capacity]:
@@ -201,7 +205,10 @@ class ScaleUpPlanner:
         plan = ScaleUp()
         # Pods that fit existing nodes are no reason to scale (filter_out_schedulable).
         if state.nodes:
-            self.scheduler.run(state)
+            if self.existing is not None:
+                self.existing.run(state, self.scheduler)
+            else:
+                self.scheduler.run(state)
         for _ in range(MAX_ROUNDS):
             pods = pending_pods(state)
             if not pods or not self._round(state, pods, plan):
@@ -226,7 +233,7 @@ class ScaleUpPlanner:
         before = len(plan.placed)
         for gang, members in gangs:
             self._plan_gang(state, gang, members, plan, budget)
-        if solo:
+        if solo and self.pools:  # no pool, no class to weigh
             self.estimator.new_round()
             self._plan_classes(state, self.classes(state, solo), plan, budget)
         return len(plan.placed) != before

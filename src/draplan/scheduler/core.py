@@ -87,6 +87,11 @@ class Scheduler:
         """What makes pods interchangeable for scheduling (requests, selectors, claim specs)."""
         return self._pre_filter(state, pod)[0].shape
 
+    def admits(self, state: ClusterState, pod: Pod) -> tuple[bytes, bool]:
+        """`shape_of`, and whether PreFilter lets the pod through (else no node is asked)."""
+        info, _, status = self._pre_filter(state, pod)
+        return info.shape, status.ok
+
     def evaluate(self, state: ClusterState, pod: Pod) -> tuple[Status, dict[str, Status]]:
         """PreFilter's status and every node's Filter status for `pod`, without binding it:
         what an auditor needs to explain a pending pod."""

@@ -69,6 +69,7 @@ NODE_OBJECT_FILTERS = frozenset(
 # device usage) never starts to fit a pod it did not fit.
 MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
 MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
+PAST = 2  # replaced answers kept per node and shape, for when a revert brings a version back
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
@@ -109,6 +110,9 @@ class ShapeEvaluations:
     reasoned: list[str] = field(default_factory=list)
     # Failing nodes that changed but only got fuller: still failing, status not recomputed.
     stale: set[str] = field(default_factory=set)
+    # Answers replaced since (the newest last), by node: a version is unique to what the node
+    # held, so when a fork is reverted (a plan's, a trial move's) its answers are valid again.
+    past: dict[str, list[NodeEval]] = field(default_factory=dict)
     # Nodes that can never host the shape while their Node object and pools stay (a
     # Node-object filter fails, or too few devices match the selectors): those two, by name.
     impossible: dict[str, tuple[Node, tuple[Pool, ...]]] = field(default_factory=dict)
@@ -168,6 +172,16 @@ def _evaluate(
             cycle.data[(plugin.name, name)] = status.detail
     score = sum(weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.scores)
     return NodeEval(version, Status(), score, details, origin)
+
+
+def _recalled(ev: ShapeEvaluations, name: str, version: tuple[int, int]) -> NodeEval | None:
+    """The node's answer at `version` if one replaced since is kept (taken out of the past)."""
+    kept = ev.past.get(name)
+    if kept:
+        for i in range(len(kept) - 1, -1, -1):
+            if kept[i].version == version:
+                return kept.pop(i)
+    return None
 
 
 def _add(names: list[str], name: str) -> None:
@@ -516,6 +530,11 @@ class Evaluator:
         """Set (or, with None, drop) a node's result, count its failure and index it."""
         ev.stale.discard(name)
         old = ev.evals.pop(name, None) if result is None else ev.evals.get(name)
+        if old is not None and (result is None or old.version != result.version):
+            kept = ev.past.setdefault(name, [])
+            kept.append(old)
+            if len(kept) > PAST:
+                del kept[0]
         if old is not None and not old.status.ok:
             if old.status is not (result.status if result is not None else None):
                 if self.explain_failures:
@@ -560,6 +579,7 @@ class Evaluator:
             ev.codes.clear()
             ev.reasoned.clear()
             ev.stale.clear()
+            ev.past.clear()
             ev.impossible.clear()
             ev.buckets.clear()
             ev.slot.clear()
@@ -588,9 +608,11 @@ class Evaluator:
             return
         version = (everywhere, state.node_version.get(name) or 0)
         current = ev.evals.get(name)
-        if current is not None:
-            if current.version == version:
-                return
+        if current is not None and current.version == version:
+            return
+        # A version that came back (a reverted fork) has its answer kept: the cheapest way.
+        result = _recalled(ev, name, version) if ev.past else None
+        if result is None and current is not None:
             hardware = ev.impossible.get(name)
             if (
                 hardware is not None
@@ -608,7 +630,8 @@ class Evaluator:
             ):
                 ev.stale.add(name)  # still does not fit; why is recomputed when asked
                 return
-        result = self._evaluate(state, cycle, pod, node, ev, version)
+        if result is None:
+            result = self._evaluate(state, cycle, pod, node, ev, version)
         self._store(ev, name, result)
         if not result.exact:
             ev.stale.add(name)

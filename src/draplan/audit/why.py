@@ -34,7 +34,7 @@ from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
 from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, NodeKinds, Reach, Reacher
-from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
+from draplan.audit.supply import DeviceMatcher, MatchMemo, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.podresources import PODS, Resources, is_terminal, node_allocatable
@@ -42,7 +42,7 @@ from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.framework import Code, Status
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.noderesources import insufficient
@@ -71,6 +71,7 @@ CONSTRAINT_FIX = {
     names.NODE_NAME: "drop the pod's fixed node name",
 }
 NEAREST = 3
+MAX_BINDINGS = 1 << 18  # placements remembered by Placer (then forgotten at once)
 
 
 Proposals = Callable[[Pod], Iterator[Fix]]
@@ -136,8 +137,12 @@ class Placer(Scheduler):
         super().__init__(profile)
         # Kept with the placer between audits of one state, like its evaluations.
         self.node_kinds: NodeKinds = {}
+        self.matches = MatchMemo()
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
+        # What each placement of a pass made of its node: (node, its version before, the
+        # cluster-wide version) -> (the pod, its claims' allocations, the version after).
+        self._bindings: dict[tuple[str, int, int], tuple[Pod, tuple[object, ...], int]] = {}
 
     def place(self, state: ClusterState) -> list[PodResult]:
         """`run` over the whole queue, skipping shapes already found to fit nowhere."""
@@ -160,6 +165,39 @@ class Placer(Scheduler):
             self._hopeless.add(shape)
         return result
 
+    def _bind(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        info: PodInfo,
+        node_name: str,
+        details: dict[str, object],
+    ) -> PodResult:
+        """Bind, and within a pass give the node the version it got when an earlier pass made
+        the same placement on it in the same state: the content is the same, so every answer
+        kept per node version (the evaluations, the audit's looks at nodes) holds again. A
+        pass after a small change then finds most nodes as the last pass left them."""
+        if self._hopeless is None:
+            return super()._bind(state, cycle, info, node_name, details)
+        everywhere = state.node_version.get("*") or 0
+        before = state.node_version.get(node_name) or 0
+        logged = len(state.change_log)
+        result = super()._bind(state, cycle, info, node_name, details)
+        if result.node is None or (state.node_version.get("*") or 0) != everywhere:
+            return result  # a cluster-wide change: versions are new everywhere
+        if any(name != node_name for name in state.change_log[logged:]):
+            return result
+        if len(self._bindings) > MAX_BINDINGS:
+            self._bindings.clear()
+        key = (node_name, before, everywhere)
+        made = tuple(c.status.allocation for c in result.claims)
+        seen = self._bindings.get(key)
+        if seen is not None and seen[0] is info.pod and seen[1] == made:
+            state.node_version[node_name] = seen[2]
+        else:
+            self._bindings[key] = (info.pod, made, state.node_version.get(node_name) or 0)
+        return result
+
 
 def _requested_devices(claims: list[ResourceClaim]) -> int:
     n = 0
@@ -180,7 +218,7 @@ class Auditor:
         # the change log names since are evaluated again, the others are not.
         self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
-        self.matcher = DeviceMatcher(state)
+        self.matcher = DeviceMatcher(state, self.scheduler.matches)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
         self.reacher = Reacher(state, self.profile, self.scheduler.node_kinds)
@@ -200,6 +238,10 @@ class Auditor:
         # Pods under audit are not running, even once the pass or a fix places them in the
         # fork: a fix never asks to move one.
         self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(first))
+        # Group the nodes by kind before forking: that gathers every node's pools in the
+        # state's own layer, kept (with the kinds and the evaluations made with them) for the
+        # next audit, where a fork's would be dropped with it.
+        self.reacher.kinds()
         with self.state.forked():
             for key, (_, _, found) in first.items():
                 if found is not None and found.category == "NoMatchingDevice":

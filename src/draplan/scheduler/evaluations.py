@@ -69,6 +69,7 @@ NODE_OBJECT_FILTERS = frozenset(
 # device usage) never starts to fit a pod it did not fit.
 MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
 MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
+OLDER_VERSIONS = 3  # per node and shape: a result at its base, after a pass, in a fix's fork
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
@@ -109,6 +110,9 @@ class ShapeEvaluations:
     reasoned: list[str] = field(default_factory=list)
     # Failing nodes that changed but only got fuller: still failing, status not recomputed.
     stale: set[str] = field(default_factory=set)
+    # The results a node had at its last few other versions (newest last): a fork's revert
+    # brings a node back to an earlier version, whose result then holds again.
+    older: dict[str, list[NodeEval]] = field(default_factory=dict)
     # Nodes that can never host the shape while their Node object and pools stay (a
     # Node-object filter fails, or too few devices match the selectors): those two, by name.
     impossible: dict[str, tuple[Node, tuple[Pool, ...]]] = field(default_factory=dict)
@@ -560,6 +564,7 @@ class Evaluator:
             ev.codes.clear()
             ev.reasoned.clear()
             ev.stale.clear()
+            ev.older.clear()
             ev.impossible.clear()
             ev.buckets.clear()
             ev.slot.clear()
@@ -591,6 +596,8 @@ class Evaluator:
         if current is not None:
             if current.version == version:
                 return
+            if self._restore(state, ev, name, node, current, version):
+                return
             hardware = ev.impossible.get(name)
             if (
                 hardware is not None
@@ -609,7 +616,48 @@ class Evaluator:
                 ev.stale.add(name)  # still does not fit; why is recomputed when asked
                 return
         result = self._evaluate(state, cycle, pod, node, ev, version)
+        if current is not None:
+            self._remember(ev, name, current)
         self._store(ev, name, result)
+        self._settle(state, ev, name, node, result)
+
+    def _remember(self, ev: ShapeEvaluations, name: str, current: NodeEval) -> None:
+        """Keep the result a node is leaving behind, unless it is not its own version's
+        answer (a stale one, still that of an earlier version)."""
+        if name in ev.stale:
+            return
+        kept = ev.older.setdefault(name, [])
+        kept.append(current)
+        if len(kept) > OLDER_VERSIONS:
+            del kept[0]
+
+    def _restore(
+        self,
+        state: ClusterState,
+        ev: ShapeEvaluations,
+        name: str,
+        node: Node,
+        current: NodeEval,
+        version: tuple[int, int],
+    ) -> bool:
+        """Take back the result the node had when it last was at `version`, if kept."""
+        kept = ev.older.get(name)
+        if not kept:
+            return False
+        for i, old in enumerate(kept):
+            if old.version == version:
+                del kept[i]
+                self._remember(ev, name, current)
+                self._store(ev, name, old)
+                self._settle(state, ev, name, node, old)
+                return True
+        return False
+
+    def _settle(
+        self, state: ClusterState, ev: ShapeEvaluations, name: str, node: Node, result: NodeEval
+    ) -> None:
+        """Note what a node's new result says beyond its status: known only to fail, or
+        failing for good while the node's hardware stays."""
         if not result.exact:
             ev.stale.add(name)
         if not result.status.ok and self._monotone and self._static_failure(result.status):

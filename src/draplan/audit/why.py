@@ -72,6 +72,7 @@ CONSTRAINT_FIX = {
 }
 NEAREST = 3
 MAX_BINDINGS = 1 << 18  # placements remembered by Placer (then forgotten at once)
+MAX_LOOKS = 1 << 20  # per-node looks remembered by Placer (likewise)
 
 
 Proposals = Callable[[Pod], Iterator[Fix]]
@@ -138,6 +139,10 @@ class Placer(Scheduler):
         # Kept with the placer between audits of one state, like its evaluations.
         self.node_kinds: NodeKinds = {}
         self.matches = MatchMemo()
+        # Auditor._look's findings per ((shape, pod), node): (node version, status, supply or room).
+        self.looks: dict[
+            tuple[tuple[bytes, ObjectKey], str], tuple[tuple[int, int], Status, NodeSupply | bool]
+        ] = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
         # What each placement of a pass made of its node: (node, its version before, the
@@ -583,11 +588,14 @@ class Auditor:
     def _view(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
         view = self._views.get(shape)
         if view is None:
-            view = self._look(pod, claims)
+            view = self._look(shape, pod, claims)
             self._views[shape] = view
         return view
 
-    def _look(self, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+    def _look(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+        """Every node's answer for the shape. A node's supply or room is kept (in the placer,
+        between audits) per shape and node version: only nodes changed since are looked at
+        again."""
         prefilter, statuses = self.scheduler.evaluate(self.state, pod)
         requests = requests_of(pod)
         view = ShapeView(
@@ -597,23 +605,48 @@ class Auditor:
             {},
             {},
         )
+        looks = self.scheduler.looks
+        if len(looks) > MAX_LOOKS:
+            looks.clear()
+        version = self.state.version
+        # The pod too: the supplies name its claims.
+        look = (shape, key_of(pod))
         for name, status in statuses.items():
-            node = self.state.nodes[name]
             if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
                 if len(view.excluded) > NEAREST:
                     continue
-                if self._room_ignoring_constraints(node, requests, claims):
+                room = self._looked(look, name, version(name), status)
+                if not isinstance(room, bool):
+                    node = self.state.nodes[name]
+                    room = self._room_ignoring_constraints(node, requests, claims)
+                    looks[look, name] = (version(name), status, room)
+                if room:
                     view.excluded[name] = status.reasons[0] if status.reasons else status.plugin
                     view.plugins[name] = status.plugin
             elif status.code == Code.ERROR:
                 view.error = view.error or (status.reasons[0] if status.reasons else "error")
             elif _usable(status):
-                view.supplies[name] = self._supply(node, requests, claims, status)
+                supply = self._looked(look, name, version(name), status)
+                if not isinstance(supply, NodeSupply):
+                    node = self.state.nodes[name]
+                    supply = self._supply(node, requests, claims, status)
+                    looks[look, name] = (version(name), status, supply)
+                view.supplies[name] = supply
         view.fits = [n for n, s in view.supplies.items() if s.fits]
         if view.supplies or view.excluded:
             view.error = ""  # the error is particular to some nodes (e.g. a CEL runtime error)
         return view
+
+    def _looked(
+        self, look: tuple[bytes, ObjectKey], name: str, version: tuple[int, int], status: Status
+    ) -> NodeSupply | bool | None:
+        """What an earlier look at the node found for the shape, if the node is as it was
+        then (same version) and the scheduler's answer the same."""
+        hit = self.scheduler.looks.get((look, name))
+        if hit is None or hit[0] != version or hit[1] is not status:
+            return None
+        return hit[2]
 
     def _supply(
         self, node: Node, requests: Resources, claims: list[ResourceClaim], status: Status

@@ -2,8 +2,9 @@
 template, empty, asked of the real scheduler with the pod's node constraints (taints, node
 selector and affinity, cordon) set aside; then which of them those constraints admit.
 
-Nodes of one kind (same Node object but its name, same devices but their identities) share one
-check, so a large cluster of few node types costs a few scheduling cycles per pod shape.
+Nodes of one kind (the same in what the scheduler reads of a Node object, their names aside;
+the same devices but their identities) share one check, so a large cluster of few node types
+costs a few scheduling cycles per pod shape.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from draplan.scheduler import Profile, Scheduler
 from draplan.scheduler.framework import CycleState, PodInfo
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.tainttoleration import tolerates
+from draplan.scheduler.unread import profile_reads_only_known
 
 HOSTNAME = "kubernetes.io/hostname"
 # Device attributes that name one physical device, not its kind (NVIDIA's DRA driver).
@@ -134,6 +136,7 @@ class Reacher:
         self._kinds: list[list[str]] | None = None
         self._memo: dict[bytes, Reach] = {}
         self._kind_memo: NodeKinds = {} if kinds is None else kinds
+        self._reads_known = profile_reads_only_known(profile)
 
     def blocks(self, pod: Pod, node: str) -> Blocks | None:
         return node_blocks(self.profile, self.state, pod, self.state.nodes[node])
@@ -165,13 +168,30 @@ class Reacher:
     def _kind(self, node: Node) -> bytes:
         meta = node.metadata
         labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
-        anonymous = msgspec.structs.replace(
-            node,
-            metadata=msgspec.structs.replace(
-                meta, name="", uid="", resource_version="", creation_timestamp=None, labels=labels
-            ),
-        )
-        parts: list[Any] = [anonymous]
+        seen: object
+        if self._reads_known:
+            # What the scheduler's own plugins read of a Node (as its evaluator groups them):
+            # not its provider ID, addresses or node info, which every node has its own of.
+            seen = (
+                sorted(labels.items()),
+                node.spec.taints,
+                node.spec.unschedulable,
+                node.status.capacity,
+                node.status.allocatable,
+            )
+        else:
+            seen = msgspec.structs.replace(
+                node,
+                metadata=msgspec.structs.replace(
+                    meta,
+                    name="",
+                    uid="",
+                    resource_version="",
+                    creation_timestamp=None,
+                    labels=labels,
+                ),
+            )
+        parts: list[Any] = [seen]
         for pool in self.state.pools_for_node(node):
             local = all(v.node_name == meta.name for v in pool.devices)
             devices = [

@@ -26,14 +26,14 @@ from itertools import islice
 from typing import Any
 
 from draplan.allocator import Reason, allocate
-from draplan.allocator.diagnose import group_text
+from draplan.allocator.diagnose import evidence_label, group_text
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Toleration
 from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
-from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, NodeKinds, Reach, Reacher
+from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, Reach, Reacher, ReachMemo
 from draplan.audit.supply import DeviceMatcher, MatchMemo, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
@@ -137,11 +137,13 @@ class Placer(Scheduler):
     def __init__(self, profile: Profile | None = None) -> None:
         super().__init__(profile)
         # Kept with the placer between audits of one state, like its evaluations.
-        self.node_kinds: NodeKinds = {}
+        self.reaches = ReachMemo()
         self.matches = MatchMemo()
-        # Auditor._look's findings per ((shape, pod), node): (node version, status, supply or room).
+        # Auditor._look's findings per ((shape, claim names), node): (node version, status,
+        # supply or room).
         self.looks: dict[
-            tuple[tuple[bytes, ObjectKey], str], tuple[tuple[int, int], Status, NodeSupply | bool]
+            tuple[tuple[bytes, tuple[str, ...]], str],
+            tuple[tuple[int, int], Status, NodeSupply | bool],
         ] = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
@@ -226,7 +228,7 @@ class Auditor:
         self.matcher = DeviceMatcher(state, self.scheduler.matches)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
-        self.reacher = Reacher(state, self.profile, self.scheduler.node_kinds)
+        self.reacher = Reacher(state, self.profile, self.scheduler.reaches)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
@@ -609,8 +611,9 @@ class Auditor:
         if len(looks) > MAX_LOOKS:
             looks.clear()
         version = self.state.version
-        # The pod too: the supplies name its claims.
-        look = (shape, key_of(pod))
+        # The claims' names too: a supply names them (generated ones by the pod's entry, so
+        # the pods of one template share).
+        look = (shape, tuple(evidence_label(c) for c in claims))
         for name, status in statuses.items():
             if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
@@ -639,7 +642,11 @@ class Auditor:
         return view
 
     def _looked(
-        self, look: tuple[bytes, ObjectKey], name: str, version: tuple[int, int], status: Status
+        self,
+        look: tuple[bytes, tuple[str, ...]],
+        name: str,
+        version: tuple[int, int],
+        status: Status,
     ) -> NodeSupply | bool | None:
         """What an earlier look at the node found for the shape, if the node is as it was
         then (same version) and the scheduler's answer the same."""

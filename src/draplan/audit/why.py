@@ -151,11 +151,14 @@ class Placer(Scheduler):
         # cluster-wide version) -> (the pod, its claims' allocations, the version after).
         self._bindings: dict[tuple[str, int, int], tuple[Pod, tuple[object, ...], int]] = {}
 
-    def place(self, state: ClusterState) -> list[PodResult]:
-        """`run` over the whole queue, skipping shapes already found to fit nowhere."""
-        self._hopeless, self._gangs = set(), find_gangs(state)
+    def place(
+        self, state: ClusterState, gangs: dict[ObjectKey, Gang] | None = None
+    ) -> list[PodResult]:
+        """`run` over the whole queue, skipping shapes already found to fit nowhere (`gangs`:
+        find_gangs of the state, if the caller has it)."""
+        self._hopeless, self._gangs = set(), find_gangs(state) if gangs is None else gangs
         try:
-            return self.run(state)
+            return self.run(state, gangs=self._gangs)
         finally:
             self._hopeless, self._gangs = None, {}
 
@@ -250,10 +253,17 @@ class Auditor:
         # next audit, where a fork's would be dropped with it.
         self.reacher.kinds()
         with self.state.forked():
-            for key, (_, _, found) in first.items():
-                if found is not None and found.category == "NoMatchingDevice":
-                    del self.state.pods[key]  # never placeable: spare the scheduler the try
-            results = self.scheduler.place(self.state)
+            spared = [
+                key
+                for key, (_, _, found) in first.items()
+                if found is not None and found.category == "NoMatchingDevice"
+            ]
+            for key in spared:
+                del self.state.pods[key]  # never placeable: spare the scheduler the try
+            # Without a gang member among them, the pods taken out leave the gangs as they
+            # are (a pod in no gang adds no member, size or topology to one).
+            kept = None if any(k in self.gangs for k in spared) else self.gangs
+            results = self.scheduler.place(self.state, kept)
             self.placed = {r.key: r.node for r in results if r.node}
             out = []
             for pod in pods:

@@ -44,10 +44,19 @@ class PoolAdvisor:
     """One autoscaler plan for the whole state (as `draplan scale` makes it); plans with the
     pools' limits raised are made only when some pod is stopped by a limit, to name the fix."""
 
-    def __init__(self, state: ClusterState, profile: Profile, pending: int) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        profile: Profile,
+        pending: int,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        """`scheduler`: the audit's, whose evaluations of the state's nodes the plans reuse
+        (not with random tie-breaks: the plans would draw from its generator)."""
         self.state = state
         self.profile = profile
         self.pending = pending
+        self.scheduler = scheduler if profile.ties != "random" else None
         plan = self._plan(dict(state.node_pools))
         self.options = _by_pod(plan)
         self.reasons = {key: why for key, _, why in plan.pending}
@@ -59,8 +68,11 @@ class PoolAdvisor:
         self.state.node_pools.clear()
         self.state.node_pools.update(pools)
         try:
+            autoscaler = Autoscaler(self.profile)
+            if self.scheduler is not None:
+                autoscaler.scheduler = self.scheduler
             with self.state.forked():
-                return Autoscaler(self.profile).plan(self.state, scale_down=False)
+                return autoscaler.plan(self.state, scale_down=False)
         finally:
             self.state.node_pools.clear()
             self.state.node_pools.update(saved)

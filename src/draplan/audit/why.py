@@ -243,7 +243,7 @@ class Auditor:
     def audit(self, pods: list[Pod]) -> list[Diagnosis]:
         """Diagnose `pods` (pending, unchanged objects); the state is restored afterwards."""
         if self.state.node_pools:
-            self.pools = PoolAdvisor(self.state, self.profile, len(pods))
+            self.pools = PoolAdvisor(self.state, self.profile, len(pods), self.scheduler)
         first = {key_of(p): self._configuration(p) for p in pods}
         # Pods under audit are not running, even once the pass or a fix places them in the
         # fork: a fix never asks to move one.

@@ -19,6 +19,7 @@ from draplan.allocator.types import TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.audit.contents import same_pools
 from draplan.audit.fixes import twin_pool
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.devices import Pool
@@ -194,7 +195,7 @@ class Reacher:
         name = node.metadata.name
         pools = self.state.pools_for_node(node)
         hit = self._kind_memo.get(name)
-        if hit is not None and hit[0] is node and _same_pools(hit[1], pools):
+        if hit is not None and hit[0] is node and same_pools(hit[1], pools):
             return hit[2]
         self._missed = True
         kind = self._kind(node)
@@ -315,23 +316,6 @@ class Reacher:
         return result.node is not None or (
             result.reason is not None and TIMEOUT in result.reason.nodes
         )
-
-
-def _same_pools(a: tuple[Pool, ...], b: tuple[Pool, ...]) -> bool:
-    """Whether two gatherings of a node's pools hold the same: a node changed in a fork has
-    its pools gathered again, into new objects of the same devices."""
-    if a is b:
-        return True
-    return len(a) == len(b) and all(
-        p.id == q.id
-        and p.generation == q.generation
-        and p.incomplete == q.incomplete
-        and p.invalid == q.invalid
-        and p.counters == q.counters
-        and len(p.devices) == len(q.devices)
-        and all(x is y for x, y in zip(p.devices, q.devices, strict=True))
-        for p, q in zip(a, b, strict=True)
-    )
 
 
 def _names_nodes(pod: Pod) -> bool:

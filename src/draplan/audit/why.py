@@ -21,6 +21,7 @@ import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -30,6 +31,7 @@ from draplan.allocator.diagnose import evidence_label, group_text
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Toleration
 from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
+from draplan.audit.contents import Contents
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
@@ -42,7 +44,7 @@ from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
+from draplan.scheduler.framework import Code, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.noderesources import insufficient
@@ -71,7 +73,6 @@ CONSTRAINT_FIX = {
     names.NODE_NAME: "drop the pod's fixed node name",
 }
 NEAREST = 3
-MAX_BINDINGS = 1 << 18  # placements remembered by Placer (then forgotten at once)
 MAX_LOOKS = 1 << 20  # per-node looks remembered by Placer (likewise)
 
 
@@ -147,9 +148,9 @@ class Placer(Scheduler):
         ] = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
-        # What each placement of a pass made of its node: (node, its version before, the
-        # cluster-wide version) -> (the pod, its claims' allocations, the version after).
-        self._bindings: dict[tuple[str, int, int], tuple[Pod, tuple[object, ...], int]] = {}
+        # Within the audit's fork, nodes changed get the versions they had with the same
+        # content (in an earlier audit too): the evaluations and looks kept per version hold.
+        self.contents = Contents(self.profile)
 
     def place(
         self, state: ClusterState, gangs: dict[ObjectKey, Gang] | None = None
@@ -162,9 +163,14 @@ class Placer(Scheduler):
         finally:
             self._hopeless, self._gangs = None, {}
 
+    def evaluate(self, state: ClusterState, pod: Pod) -> tuple[Status, dict[str, Status]]:
+        self.contents.settle(state)
+        return super().evaluate(state, pod)
+
     def schedule_pod(
         self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
     ) -> PodResult:
+        self.contents.settle(state)
         if self._hopeless is None or candidates is not None:
             return super().schedule_pod(state, pod, candidates)
         shape = self.shape_of(state, pod)
@@ -173,39 +179,6 @@ class Placer(Scheduler):
         result = super().schedule_pod(state, pod)
         if result.node is None and key_of(pod) not in self._gangs:
             self._hopeless.add(shape)
-        return result
-
-    def _bind(
-        self,
-        state: ClusterState,
-        cycle: CycleState,
-        info: PodInfo,
-        node_name: str,
-        details: dict[str, object],
-    ) -> PodResult:
-        """Bind, and within a pass give the node the version it got when an earlier pass made
-        the same placement on it in the same state: the content is the same, so every answer
-        kept per node version (the evaluations, the audit's looks at nodes) holds again. A
-        pass after a small change then finds most nodes as the last pass left them."""
-        if self._hopeless is None:
-            return super()._bind(state, cycle, info, node_name, details)
-        everywhere = state.node_version.get("*") or 0
-        before = state.node_version.get(node_name) or 0
-        logged = len(state.change_log)
-        result = super()._bind(state, cycle, info, node_name, details)
-        if result.node is None or (state.node_version.get("*") or 0) != everywhere:
-            return result  # a cluster-wide change: versions are new everywhere
-        if any(name != node_name for name in state.change_log[logged:]):
-            return result
-        if len(self._bindings) > MAX_BINDINGS:
-            self._bindings.clear()
-        key = (node_name, before, everywhere)
-        made = tuple(c.status.allocation for c in result.claims)
-        seen = self._bindings.get(key)
-        if seen is not None and seen[0] is info.pod and seen[1] == made:
-            state.node_version[node_name] = seen[2]
-        else:
-            self._bindings[key] = (info.pod, made, state.node_version.get(node_name) or 0)
         return result
 
 
@@ -252,7 +225,7 @@ class Auditor:
         # state's own layer, kept (with the kinds and the evaluations made with them) for the
         # next audit, where a fork's would be dropped with it.
         self.reacher.kinds()
-        with self.state.forked():
+        with self.state.forked(), self._by_content():
             spared = [
                 key
                 for key, (_, _, found) in first.items()
@@ -273,6 +246,14 @@ class Auditor:
             with self.state.forked():
                 self._verify(out, {key_of(p): p for p in pods})
             return out
+
+    @contextmanager
+    def _by_content(self) -> Iterator[None]:
+        self.scheduler.contents.start(self.state)
+        try:
+            yield
+        finally:
+            self.scheduler.contents.stop()
 
     def _with_group_claims(
         self, verdict: Diagnosis, pod: Pod, claims: list[ResourceClaim]

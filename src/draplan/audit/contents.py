@@ -53,6 +53,7 @@ class Contents:
             if callable(getattr(p, "signature", None))
         ]
         self._seen: dict[Hashable, list[tuple[Node, tuple[Pool, ...], int]]] = {}
+        self._named: set[tuple[str, int, int]] = set()  # (node, "*", version) in _seen
         self._state: ClusterState | None = None
         self._cursor = -1  # -1: not in a fork of the audit's
 
@@ -60,6 +61,7 @@ class Contents:
         """From now on (in a fork of `state`), the nodes changed get versions by content."""
         if state is not self._state:
             self._seen.clear()
+            self._named.clear()
             self._state = state
         self._cursor = len(state.change_log)
 
@@ -77,11 +79,13 @@ class Contents:
             return  # every version is new: nothing to find again
         if len(self._seen) > MAX_CONTENTS:
             self._seen.clear()
+            self._named.clear()
         everywhere = state.node_version.get("*") or 0
         for name in set(tail):
             node = state.nodes.get(name)
-            if node is None:
-                continue
+            current = state.node_version.get(name) or 0
+            if node is None or (name, everywhere, current) in self._named:
+                continue  # gone, or back (a fork reverted) at a version already found
             pools = state.pools_for_node(node)
             key = (name, everywhere, self._content(state, node, pools))
             known = self._seen.setdefault(key, [])
@@ -90,7 +94,8 @@ class Contents:
                     state.node_version[name] = version
                     break
             else:
-                known.append((node, pools, state.node_version.get(name) or 0))
+                known.append((node, pools, current))
+                self._named.add((name, everywhere, current))
 
     def _content(self, state: ClusterState, node: Node, pools: tuple[Pool, ...]) -> Hashable:
         """What a node offers beyond its Node object and its pools' devices (compared apart)."""

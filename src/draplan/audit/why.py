@@ -44,7 +44,7 @@ from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.framework import Code, Status
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.noderesources import insufficient
@@ -148,6 +148,7 @@ class Placer(Scheduler):
         ] = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
+        self._prefiltered: tuple[Pod, tuple[PodInfo, CycleState, Status]] | None = None
         # Within the audit's fork, nodes changed get the versions they had with the same
         # content (in an earlier audit too): the evaluations and looks kept per version hold.
         self.contents = Contents(self.profile)
@@ -173,13 +174,24 @@ class Placer(Scheduler):
         self.contents.settle(state)
         if self._hopeless is None or candidates is not None:
             return super().schedule_pod(state, pod, candidates)
-        shape = self.shape_of(state, pod)
+        found = super()._pre_filter(state, pod)
+        shape = found[0].shape
         if shape in self._hopeless:
             return PodResult(key_of(pod), pod)
-        result = super().schedule_pod(state, pod)
+        self._prefiltered = (pod, found)  # the cycle starts with it: nothing changed since
+        try:
+            result = super().schedule_pod(state, pod)
+        finally:
+            self._prefiltered = None
         if result.node is None and key_of(pod) not in self._gangs:
             self._hopeless.add(shape)
         return result
+
+    def _pre_filter(self, state: ClusterState, pod: Pod) -> tuple[PodInfo, CycleState, Status]:
+        kept, self._prefiltered = self._prefiltered, None
+        if kept is not None and kept[0] is pod:
+            return kept[1]
+        return super()._pre_filter(state, pod)
 
 
 def _requested_devices(claims: list[ResourceClaim]) -> int:

@@ -69,7 +69,7 @@ NODE_OBJECT_FILTERS = frozenset(
 # device usage) never starts to fit a pod it did not fit.
 MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
 MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
-OLDER_VERSIONS = 3  # per node and shape: a result at its base, after a pass, in a fix's fork
+OLDER_VERSIONS = 3  # versions whose results (per shape) and signatures a node keeps
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
@@ -305,7 +305,9 @@ class Evaluator:
         self._monotone = all(p.name in MONOTONE_FILTERS for p in profile.filters)
         self._state: ClusterState | None = None
         self._ids: dict[Hashable, int] = {}
-        self._signatures: dict[str, tuple[tuple[int, int], tuple[int, int, int], Usage]] = {}
+        # Per node, its signatures at its last few versions (newest last): forks and their
+        # reverts take nodes back and forth between versions.
+        self._signatures: dict[str, list[tuple[tuple[int, int], tuple[int, int, int], Usage]]] = {}
         self._statics: dict[str, tuple[Node, int]] = {}
         self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
         self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
@@ -429,9 +431,11 @@ class Evaluator:
         name = node.metadata.name
         if version is None:
             version = state.version(name)
-        hit = self._signatures.get(name)
-        if hit is not None and hit[0] == version:
-            return hit[1], hit[2]
+        kept = self._signatures.get(name)
+        if kept is not None:
+            for hit in reversed(kept):
+                if hit[0] == version:
+                    return hit[1], hit[2]
         static = self._static(node)
         usage, devices = self._usage(state, node)
         full = (
@@ -441,7 +445,11 @@ class Evaluator:
             tuple(sig(state, node) for sig in self._extra),
         )
         ids = (self._intern(full), self._intern(devices), static)
-        self._signatures[name] = (version, ids, usage)
+        if kept is None:
+            kept = self._signatures[name] = []
+        kept.append((version, ids, usage))
+        if len(kept) > OLDER_VERSIONS:
+            del kept[0]
         return ids, usage
 
     def signature(

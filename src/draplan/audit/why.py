@@ -73,7 +73,7 @@ CONSTRAINT_FIX = {
     names.NODE_NAME: "drop the pod's fixed node name",
 }
 NEAREST = 3
-MAX_LOOKS = 1 << 20  # per-node looks remembered by Placer (likewise)
+MAX_LOOKS = 1 << 18  # per-node looks remembered by Placer (then forgotten at once)
 
 
 Proposals = Callable[[Pod], Iterator[Fix]]

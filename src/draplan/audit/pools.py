@@ -62,6 +62,7 @@ class PoolAdvisor:
         self.reasons = {key: why for key, _, why in plan.pending}
         self._raised: dict[bool, tuple[dict[ObjectKey, Option], dict[str, int]]] = {}
         self._misses: dict[bytes, dict[str, str]] = {}
+        self._sizes: dict[str, int] = {}
 
     def _plan(self, pools: dict[str, NodePool]) -> Plan:
         saved = dict(self.state.node_pools)
@@ -93,6 +94,13 @@ class PoolAdvisor:
             self._raised[domains] = (_by_pod(plan), added)
         return self._raised[domains]
 
+    def _size(self, pool: NodePool) -> int:
+        """The pool's nodes now (a walk over every node: once per pool)."""
+        name = pool.metadata.name
+        if name not in self._sizes:
+            self._sizes[name] = len(pool_members(self.state, pool))
+        return self._sizes[name]
+
     def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
         option = self.options.get(key)
         if option is not None:
@@ -112,7 +120,7 @@ class PoolAdvisor:
             pool = self.state.node_pools[option.pool.metadata.name]
             name = pool.metadata.name
             # Room for every pod the raised plan serves from this pool, not only this one.
-            need = len(pool_members(self.state, pool)) + added[name]
+            need = self._size(pool) + added[name]
             return PoolVerdict(
                 LIMITED,
                 f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "
@@ -139,7 +147,7 @@ class PoolAdvisor:
                 "needed": len(option.nodes),
             }
             also = ""
-            need = len(pool_members(self.state, pool)) + added[name]
+            need = self._size(pool) + added[name]
             if need > pool.spec.max_nodes:  # both limits bind: name both
                 fix["maxNodes"] = need
                 also = f" and raise maxNodes to {need}"

@@ -13,6 +13,12 @@ template, with and without the pod's node constraints) comes first: a pod that o
 taints, selectors or cordons exclude could hold is NodeConstraints, never a capacity question,
 and a claim constraint no node shape meets is TopologyMismatch. Fixes are chosen last, in queue
 order, each checked by the scheduler on the state the fixes before it leave (audit.fixes).
+
+A `Placer` kept between audits of one changing state (as `draplan serve` keeps it) makes a
+later audit incremental: it keeps the scheduler's evaluations and each node's supply or room per
+shape, both per node version, the reach of every shape and the device matches while what they
+read is unchanged, and (audit.contents) gives the nodes its forks change the versions they had
+with the same content before. Only what changed since is looked at again.
 """
 
 from __future__ import annotations

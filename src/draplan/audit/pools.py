@@ -44,23 +44,36 @@ class PoolAdvisor:
     """One autoscaler plan for the whole state (as `draplan scale` makes it); plans with the
     pools' limits raised are made only when some pod is stopped by a limit, to name the fix."""
 
-    def __init__(self, state: ClusterState, profile: Profile, pending: int) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        profile: Profile,
+        pending: int,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        """`scheduler`: the audit's, whose evaluations of the state's nodes the plans reuse
+        (not with random tie-breaks: the plans would draw from its generator)."""
         self.state = state
         self.profile = profile
         self.pending = pending
+        self.scheduler = scheduler if profile.ties != "random" else None
         plan = self._plan(dict(state.node_pools))
         self.options = _by_pod(plan)
         self.reasons = {key: why for key, _, why in plan.pending}
         self._raised: dict[bool, tuple[dict[ObjectKey, Option], dict[str, int]]] = {}
         self._misses: dict[bytes, dict[str, str]] = {}
+        self._sizes: dict[str, int] = {}
 
     def _plan(self, pools: dict[str, NodePool]) -> Plan:
         saved = dict(self.state.node_pools)
         self.state.node_pools.clear()
         self.state.node_pools.update(pools)
         try:
+            autoscaler = Autoscaler(self.profile)
+            if self.scheduler is not None:
+                autoscaler.scheduler = self.scheduler
             with self.state.forked():
-                return Autoscaler(self.profile).plan(self.state, scale_down=False)
+                return autoscaler.plan(self.state, scale_down=False)
         finally:
             self.state.node_pools.clear()
             self.state.node_pools.update(saved)
@@ -81,6 +94,13 @@ class PoolAdvisor:
             self._raised[domains] = (_by_pod(plan), added)
         return self._raised[domains]
 
+    def _size(self, pool: NodePool) -> int:
+        """The pool's nodes now (a walk over every node: once per pool)."""
+        name = pool.metadata.name
+        if name not in self._sizes:
+            self._sizes[name] = len(pool_members(self.state, pool))
+        return self._sizes[name]
+
     def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
         option = self.options.get(key)
         if option is not None:
@@ -100,7 +120,7 @@ class PoolAdvisor:
             pool = self.state.node_pools[option.pool.metadata.name]
             name = pool.metadata.name
             # Room for every pod the raised plan serves from this pool, not only this one.
-            need = len(pool_members(self.state, pool)) + added[name]
+            need = self._size(pool) + added[name]
             return PoolVerdict(
                 LIMITED,
                 f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "
@@ -127,7 +147,7 @@ class PoolAdvisor:
                 "needed": len(option.nodes),
             }
             also = ""
-            need = len(pool_members(self.state, pool)) + added[name]
+            need = self._size(pool) + added[name]
             if need > pool.spec.max_nodes:  # both limits bind: name both
                 fix["maxNodes"] = need
                 also = f" and raise maxNodes to {need}"

@@ -2,8 +2,9 @@
 template, empty, asked of the real scheduler with the pod's node constraints (taints, node
 selector and affinity, cordon) set aside; then which of them those constraints admit.
 
-Nodes of one kind (same Node object but its name, same devices but their identities) share one
-check, so a large cluster of few node types costs a few scheduling cycles per pod shape.
+Nodes of one kind (the same in what the scheduler reads of a Node object, their names aside;
+the same devices but their identities) share one check, so a large cluster of few node types
+costs a few scheduling cycles per pod shape.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from draplan.allocator.types import TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.audit.contents import same_pools
 from draplan.audit.fixes import twin_pool
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.devices import Pool
@@ -28,6 +30,7 @@ from draplan.scheduler import Profile, Scheduler
 from draplan.scheduler.framework import CycleState, PodInfo
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.tainttoleration import tolerates
+from draplan.scheduler.unread import profile_reads_only_known
 
 HOSTNAME = "kubernetes.io/hostname"
 # Device attributes that name one physical device, not its kind (NVIDIA's DRA driver).
@@ -121,19 +124,36 @@ NodeKinds = dict[str, tuple[Node, tuple[Pool, ...], bytes]]
 """Each node's kind, with the Node object and the pools it was read from."""
 
 
+@dataclass
+class ReachMemo:
+    """What a Reacher keeps between audits of one changing state: each node's kind, and the
+    reach per pod shape while nothing it was read from changed (no node object or pools, no
+    device class, device taint rule or NodePool)."""
+
+    kinds: NodeKinds = field(default_factory=dict)
+    nodes: int = 0
+    inputs: list[object] = field(default_factory=list)
+    pools: list[NodePool] = field(default_factory=list)
+    reaches: dict[bytes, Reach] = field(default_factory=dict)
+
+
 class Reacher:
-    """Reach per pod shape, over the kinds of the state's nodes (grouped once). `kinds`, kept
-    between audits of one changing state, spares reading again the nodes that did not change."""
+    """Reach per pod shape, over the kinds of the state's nodes (grouped once). A `memo` kept
+    between audits of one changing state spares reading again the nodes that did not change,
+    and the reach of every shape while no node changed its kind."""
 
     def __init__(
-        self, state: ClusterState, profile: Profile, kinds: NodeKinds | None = None
+        self, state: ClusterState, profile: Profile, memo: ReachMemo | None = None
     ) -> None:
         self.state = state
         self.profile = profile
         self.scheduler = Scheduler(profile)
         self._kinds: list[list[str]] | None = None
+        self._missed = False
+        self._keep = memo if memo is not None else ReachMemo()
+        self._kind_memo = self._keep.kinds
         self._memo: dict[bytes, Reach] = {}
-        self._kind_memo: NodeKinds = {} if kinds is None else kinds
+        self._reads_known = profile_reads_only_known(profile)
 
     def blocks(self, pod: Pod, node: str) -> Blocks | None:
         return node_blocks(self.profile, self.state, pod, self.state.nodes[node])
@@ -147,17 +167,37 @@ class Reacher:
                 kept = {name for name, _ in nodes}
                 for name in [n for n in self._kind_memo if n not in kept]:
                     del self._kind_memo[name]
+            self._missed = False
             for name, node in nodes:
                 groups.setdefault(self._kind_of(node), []).append(name)
             self._kinds = list(groups.values())
+            self._keep_reaches(len(nodes))
         return self._kinds
+
+    def _keep_reaches(self, nodes: int) -> None:
+        """Take the reaches of the last audit if what they were read from is the same."""
+        keep, state = self._keep, self.state
+        inputs: list[object] = [*state.device_classes.values(), *state.taint_rules.values()]
+        pools = list(state.node_pools.values())
+        same = (
+            not self._missed
+            and nodes == keep.nodes
+            and len(inputs) == len(keep.inputs)
+            and all(a is b for a, b in zip(inputs, keep.inputs, strict=True))
+            and pools == keep.pools  # derived pools are made again, equal, every audit
+        )
+        if not same:
+            keep.reaches.clear()
+        keep.nodes, keep.inputs, keep.pools = nodes, inputs, pools
+        self._memo = keep.reaches
 
     def _kind_of(self, node: Node) -> bytes:
         name = node.metadata.name
         pools = self.state.pools_for_node(node)
         hit = self._kind_memo.get(name)
-        if hit is not None and hit[0] is node and hit[1] is pools:
+        if hit is not None and hit[0] is node and same_pools(hit[1], pools):
             return hit[2]
+        self._missed = True
         kind = self._kind(node)
         self._kind_memo[name] = (node, pools, kind)
         return kind
@@ -165,13 +205,30 @@ class Reacher:
     def _kind(self, node: Node) -> bytes:
         meta = node.metadata
         labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
-        anonymous = msgspec.structs.replace(
-            node,
-            metadata=msgspec.structs.replace(
-                meta, name="", uid="", resource_version="", creation_timestamp=None, labels=labels
-            ),
-        )
-        parts: list[Any] = [anonymous]
+        seen: object
+        if self._reads_known:
+            # What the scheduler's own plugins read of a Node (as its evaluator groups them):
+            # not its provider ID, addresses or node info, which every node has its own of.
+            seen = (
+                sorted(labels.items()),
+                node.spec.taints,
+                node.spec.unschedulable,
+                node.status.capacity,
+                node.status.allocatable,
+            )
+        else:
+            seen = msgspec.structs.replace(
+                node,
+                metadata=msgspec.structs.replace(
+                    meta,
+                    name="",
+                    uid="",
+                    resource_version="",
+                    creation_timestamp=None,
+                    labels=labels,
+                ),
+            )
+        parts: list[Any] = [seen]
         for pool in self.state.pools_for_node(node):
             local = all(v.node_name == meta.name for v in pool.devices)
             devices = [
@@ -191,6 +248,7 @@ class Reacher:
 
     def reach(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> Reach:
         """Memoised per shape: pods of one shape have the same reach."""
+        self.kinds()
         found = self._memo.get(shape)
         if found is None:
             found = self._memo[shape] = self._reach(pod, claims)

@@ -125,15 +125,44 @@ def all_devices(state: ClusterState) -> list[DeviceView]:
 Alternative = tuple[str, tuple[str, ...]]  # (device class, CEL selectors of the request)
 
 
+@dataclass
+class MatchMemo:
+    """DeviceMatcher's answers, kept between audits of one state while what they were read
+    from (the device classes, the slices, the NodePools and the nodes they copy) is the same
+    objects."""
+
+    inputs: list[object] = field(default_factory=list)
+    answers: dict[tuple[Alternative, ...], bool] = field(default_factory=dict)
+
+
+def _match_inputs(state: ClusterState) -> list[object]:
+    """Everything `all_devices` and the device classes give the matcher, by identity."""
+    pools = state.node_pools.values()
+    return [
+        *state.device_classes.values(),
+        *state.slices.values(),
+        *pools,
+        *(state.nodes.get(p.spec.from_node) for p in pools if p.spec.from_node),
+    ]
+
+
 class DeviceMatcher:
     """Which requests no device anywhere (in the cluster or any NodePool template) could ever
     satisfy. Pods of one template ask the same, so the answer is kept per request spec: the
-    scan over every device runs once per distinct request, not once per pod."""
+    scan over every device runs once per distinct request, not once per pod (and, with a
+    `memo` kept between audits, once while the devices stay)."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, memo: MatchMemo | None = None) -> None:
         self.state = state
         self._views: list[DeviceView] | None = None
-        self._memo: dict[tuple[Alternative, ...], bool] = {}
+        memo = memo if memo is not None else MatchMemo()
+        inputs = _match_inputs(state)
+        if len(inputs) != len(memo.inputs) or any(
+            a is not b for a, b in zip(inputs, memo.inputs, strict=True)
+        ):
+            memo.inputs = inputs
+            memo.answers.clear()
+        self._memo = memo.answers
 
     @property
     def views(self) -> list[DeviceView]:

@@ -13,6 +13,12 @@ template, with and without the pod's node constraints) comes first: a pod that o
 taints, selectors or cordons exclude could hold is NodeConstraints, never a capacity question,
 and a claim constraint no node shape meets is TopologyMismatch. Fixes are chosen last, in queue
 order, each checked by the scheduler on the state the fixes before it leave (audit.fixes).
+
+A `Placer` kept between audits of one changing state (as `draplan serve` keeps it) makes a
+later audit incremental: it keeps the scheduler's evaluations and each node's supply or room per
+shape, both per node version, the reach of every shape and the device matches while what they
+read is unchanged, and (audit.contents) gives the nodes its forks change the versions they had
+with the same content before. Only what changed since is looked at again.
 """
 
 from __future__ import annotations
@@ -21,20 +27,22 @@ import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 from draplan.allocator import Reason, allocate
-from draplan.allocator.diagnose import group_text
+from draplan.allocator.diagnose import evidence_label, group_text
 from draplan.allocator.types import CONSTRAINT_UNSATISFIABLE, TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Toleration
 from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
+from draplan.audit.contents import Contents
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
 from draplan.audit.pools import NO_POOL, PoolAdvisor
-from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, NodeKinds, Reach, Reacher
-from draplan.audit.supply import DeviceMatcher, NodeSupply, node_supply
+from draplan.audit.reach import CONSTRAINT_PLUGINS, Host, Reach, Reacher, ReachMemo
+from draplan.audit.supply import DeviceMatcher, MatchMemo, NodeSupply, node_supply
 from draplan.autoscaler.moves import MAX_MOVED, Mover, label
 from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.podresources import PODS, Resources, is_terminal, node_allocatable
@@ -42,7 +50,7 @@ from draplan.cluster.podresources import pod_requests as requests_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.framework import Code, Status
+from draplan.scheduler.framework import Code, CycleState, PodInfo, Status
 from draplan.scheduler.gangs import Gang, find_gangs
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.noderesources import insufficient
@@ -71,6 +79,7 @@ CONSTRAINT_FIX = {
     names.NODE_NAME: "drop the pod's fixed node name",
 }
 NEAREST = 3
+MAX_LOOKS = 1 << 18  # per-node looks remembered by Placer (then forgotten at once)
 
 
 Proposals = Callable[[Pod], Iterator[Fix]]
@@ -135,30 +144,60 @@ class Placer(Scheduler):
     def __init__(self, profile: Profile | None = None) -> None:
         super().__init__(profile)
         # Kept with the placer between audits of one state, like its evaluations.
-        self.node_kinds: NodeKinds = {}
+        self.reaches = ReachMemo()
+        self.matches = MatchMemo()
+        # Auditor._look's findings per ((shape, claim names), node): (node version, status,
+        # supply or room).
+        self.looks: dict[
+            tuple[tuple[bytes, tuple[str, ...]], str],
+            tuple[tuple[int, int], Status, NodeSupply | bool],
+        ] = {}
         self._hopeless: set[bytes] | None = None
         self._gangs: dict[ObjectKey, Gang] = {}
+        self._prefiltered: tuple[Pod, tuple[PodInfo, CycleState, Status]] | None = None
+        # Within the audit's fork, nodes changed get the versions they had with the same
+        # content (in an earlier audit too): the evaluations and looks kept per version hold.
+        self.contents = Contents(self.profile)
 
-    def place(self, state: ClusterState) -> list[PodResult]:
-        """`run` over the whole queue, skipping shapes already found to fit nowhere."""
-        self._hopeless, self._gangs = set(), find_gangs(state)
+    def place(
+        self, state: ClusterState, gangs: dict[ObjectKey, Gang] | None = None
+    ) -> list[PodResult]:
+        """`run` over the whole queue, skipping shapes already found to fit nowhere (`gangs`:
+        find_gangs of the state, if the caller has it)."""
+        self._hopeless, self._gangs = set(), find_gangs(state) if gangs is None else gangs
         try:
-            return self.run(state)
+            return self.run(state, gangs=self._gangs)
         finally:
             self._hopeless, self._gangs = None, {}
+
+    def evaluate(self, state: ClusterState, pod: Pod) -> tuple[Status, dict[str, Status]]:
+        self.contents.settle(state)
+        return super().evaluate(state, pod)
 
     def schedule_pod(
         self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
     ) -> PodResult:
+        self.contents.settle(state)
         if self._hopeless is None or candidates is not None:
             return super().schedule_pod(state, pod, candidates)
-        shape = self.shape_of(state, pod)
+        found = super()._pre_filter(state, pod)
+        shape = found[0].shape
         if shape in self._hopeless:
             return PodResult(key_of(pod), pod)
-        result = super().schedule_pod(state, pod)
+        self._prefiltered = (pod, found)  # the cycle starts with it: nothing changed since
+        try:
+            result = super().schedule_pod(state, pod)
+        finally:
+            self._prefiltered = None
         if result.node is None and key_of(pod) not in self._gangs:
             self._hopeless.add(shape)
         return result
+
+    def _pre_filter(self, state: ClusterState, pod: Pod) -> tuple[PodInfo, CycleState, Status]:
+        kept, self._prefiltered = self._prefiltered, None
+        if kept is not None and kept[0] is pod:
+            return kept[1]
+        return super()._pre_filter(state, pod)
 
 
 def _requested_devices(claims: list[ResourceClaim]) -> int:
@@ -180,10 +219,10 @@ class Auditor:
         # the change log names since are evaluated again, the others are not.
         self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
-        self.matcher = DeviceMatcher(state)
+        self.matcher = DeviceMatcher(state, self.scheduler.matches)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
-        self.reacher = Reacher(state, self.profile, self.scheduler.node_kinds)
+        self.reacher = Reacher(state, self.profile, self.scheduler.reaches)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
         self._views: dict[bytes, ShapeView] = {}
@@ -195,16 +234,27 @@ class Auditor:
     def audit(self, pods: list[Pod]) -> list[Diagnosis]:
         """Diagnose `pods` (pending, unchanged objects); the state is restored afterwards."""
         if self.state.node_pools:
-            self.pools = PoolAdvisor(self.state, self.profile, len(pods))
+            self.pools = PoolAdvisor(self.state, self.profile, len(pods), self.scheduler)
         first = {key_of(p): self._configuration(p) for p in pods}
         # Pods under audit are not running, even once the pass or a fix places them in the
         # fork: a fix never asks to move one.
         self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(first))
-        with self.state.forked():
-            for key, (_, _, found) in first.items():
-                if found is not None and found.category == "NoMatchingDevice":
-                    del self.state.pods[key]  # never placeable: spare the scheduler the try
-            results = self.scheduler.place(self.state)
+        # Group the nodes by kind before forking: that gathers every node's pools in the
+        # state's own layer, kept (with the kinds and the evaluations made with them) for the
+        # next audit, where a fork's would be dropped with it.
+        self.reacher.kinds()
+        with self.state.forked(), self._by_content():
+            spared = [
+                key
+                for key, (_, _, found) in first.items()
+                if found is not None and found.category == "NoMatchingDevice"
+            ]
+            for key in spared:
+                del self.state.pods[key]  # never placeable: spare the scheduler the try
+            # Without a gang member among them, the pods taken out leave the gangs as they
+            # are (a pod in no gang adds no member, size or topology to one).
+            kept = None if any(k in self.gangs for k in spared) else self.gangs
+            results = self.scheduler.place(self.state, kept)
             self.placed = {r.key: r.node for r in results if r.node}
             out = []
             for pod in pods:
@@ -214,6 +264,14 @@ class Auditor:
             with self.state.forked():
                 self._verify(out, {key_of(p): p for p in pods})
             return out
+
+    @contextmanager
+    def _by_content(self) -> Iterator[None]:
+        self.scheduler.contents.start(self.state)
+        try:
+            yield
+        finally:
+            self.scheduler.contents.stop()
 
     def _with_group_claims(
         self, verdict: Diagnosis, pod: Pod, claims: list[ResourceClaim]
@@ -541,11 +599,14 @@ class Auditor:
     def _view(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
         view = self._views.get(shape)
         if view is None:
-            view = self._look(pod, claims)
+            view = self._look(shape, pod, claims)
             self._views[shape] = view
         return view
 
-    def _look(self, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+    def _look(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
+        """Every node's answer for the shape. A node's supply or room is kept (in the placer,
+        between audits) per shape and node version: only nodes changed since are looked at
+        again."""
         prefilter, statuses = self.scheduler.evaluate(self.state, pod)
         requests = requests_of(pod)
         view = ShapeView(
@@ -555,23 +616,53 @@ class Auditor:
             {},
             {},
         )
+        looks = self.scheduler.looks
+        if len(looks) > MAX_LOOKS:
+            looks.clear()
+        version = self.state.version
+        # The claims' names too: a supply names them (generated ones by the pod's entry, so
+        # the pods of one template share).
+        look = (shape, tuple(evidence_label(c) for c in claims))
         for name, status in statuses.items():
-            node = self.state.nodes[name]
             if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
                 if len(view.excluded) > NEAREST:
                     continue
-                if self._room_ignoring_constraints(node, requests, claims):
+                room = self._looked(look, name, version(name), status)
+                if not isinstance(room, bool):
+                    node = self.state.nodes[name]
+                    room = self._room_ignoring_constraints(node, requests, claims)
+                    looks[look, name] = (version(name), status, room)
+                if room:
                     view.excluded[name] = status.reasons[0] if status.reasons else status.plugin
                     view.plugins[name] = status.plugin
             elif status.code == Code.ERROR:
                 view.error = view.error or (status.reasons[0] if status.reasons else "error")
             elif _usable(status):
-                view.supplies[name] = self._supply(node, requests, claims, status)
+                supply = self._looked(look, name, version(name), status)
+                if not isinstance(supply, NodeSupply):
+                    node = self.state.nodes[name]
+                    supply = self._supply(node, requests, claims, status)
+                    looks[look, name] = (version(name), status, supply)
+                view.supplies[name] = supply
         view.fits = [n for n, s in view.supplies.items() if s.fits]
         if view.supplies or view.excluded:
             view.error = ""  # the error is particular to some nodes (e.g. a CEL runtime error)
         return view
+
+    def _looked(
+        self,
+        look: tuple[bytes, tuple[str, ...]],
+        name: str,
+        version: tuple[int, int],
+        status: Status,
+    ) -> NodeSupply | bool | None:
+        """What an earlier look at the node found for the shape, if the node is as it was
+        then (same version) and the scheduler's answer the same."""
+        hit = self.scheduler.looks.get((look, name))
+        if hit is None or hit[0] != version or hit[1] is not status:
+            return None
+        return hit[2]
 
     def _supply(
         self, node: Node, requests: Resources, claims: list[ResourceClaim], status: Status

@@ -308,11 +308,16 @@ class Scheduler:
         self,
         state: ClusterState,
         only: set[ObjectKey] | None = None,
+        gangs: dict[ObjectKey, Gang] | None = None,
     ) -> list[PodResult]:
-        """Schedule every pending pod (or those in `only`) in queue order; gangs as units.
-        Gated pods never enter the queue: they get no result."""
+        """Schedule every pending pod (or those in `only`) in queue order; gangs as units
+        (`gangs`: find_gangs of the state, if the caller has it). Gated pods never enter the
+        queue: they get no result."""
         classes, default = priority_table(state)
-        gangs = find_gangs(state) if self.gangs else {}
+        if not self.gangs:
+            gangs = {}
+        elif gangs is None:
+            gangs = find_gangs(state)
         pending = [
             p
             for p in state.pods.values()

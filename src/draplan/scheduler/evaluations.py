@@ -69,7 +69,7 @@ NODE_OBJECT_FILTERS = frozenset(
 # device usage) never starts to fit a pod it did not fit.
 MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
 MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
-PAST = 2  # replaced answers kept per node and shape, for when a revert brings a version back
+PAST = 3  # answers (per shape) and signatures kept per node for versions a revert brings back
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
@@ -315,7 +315,9 @@ class Evaluator:
         self._monotone = all(p.name in MONOTONE_FILTERS for p in profile.filters)
         self._state: ClusterState | None = None
         self._ids: dict[Hashable, int] = {}
-        self._signatures: dict[str, tuple[tuple[int, int], tuple[int, int, int], Usage]] = {}
+        # Per node, its signatures at its last few versions (newest last): forks and their
+        # reverts take nodes back and forth between versions.
+        self._signatures: dict[str, list[tuple[tuple[int, int], tuple[int, int, int], Usage]]] = {}
         self._statics: dict[str, tuple[Node, int]] = {}
         self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
         self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
@@ -439,9 +441,11 @@ class Evaluator:
         name = node.metadata.name
         if version is None:
             version = state.version(name)
-        hit = self._signatures.get(name)
-        if hit is not None and hit[0] == version:
-            return hit[1], hit[2]
+        kept = self._signatures.get(name)
+        if kept is not None:
+            for hit in reversed(kept):
+                if hit[0] == version:
+                    return hit[1], hit[2]
         static = self._static(node)
         usage, devices = self._usage(state, node)
         full = (
@@ -451,7 +455,11 @@ class Evaluator:
             tuple(sig(state, node) for sig in self._extra),
         )
         ids = (self._intern(full), self._intern(devices), static)
-        self._signatures[name] = (version, ids, usage)
+        if kept is None:
+            kept = self._signatures[name] = []
+        kept.append((version, ids, usage))
+        if len(kept) > PAST:
+            del kept[0]
         return ids, usage
 
     def signature(
@@ -633,6 +641,13 @@ class Evaluator:
         if result is None:
             result = self._evaluate(state, cycle, pod, node, ev, version)
         self._store(ev, name, result)
+        self._settle(state, ev, name, node, result)
+
+    def _settle(
+        self, state: ClusterState, ev: ShapeEvaluations, name: str, node: Node, result: NodeEval
+    ) -> None:
+        """Note what a node's new result says beyond its status: known only to fail, or
+        failing for good while the node's hardware stays."""
         if not result.exact:
             ev.stale.add(name)
         if not result.status.ok and self._monotone and self._static_failure(result.status):

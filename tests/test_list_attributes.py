@@ -170,3 +170,60 @@ def test_scalars_keep_their_meaning_with_the_gate_on(order: str) -> None:
         assert picked(got) == ["gpu-0", "gpu-1"]
         got = run(st, claim("c", request("r", 2), constraints=[distinct(PCIE_ROOT)]), order=order)
         assert len({int(d[-1]) // 2 for d in picked(got)}) == 2
+
+
+def test_simulate_admits_a_jobs_objects_under_the_command_lines_gates(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    # A job's claim uses includes(): refused with the gate at its default, accepted (and the
+    # job run) with it on, as the cluster's own objects are.
+    sel = f'device.attributes["{DRIVER}"].model.includes("a100")'
+    job_claim = encode(claim("c", request("r", selectors=[sel])))
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+        },
+    }
+    scenario = {
+        "apiVersion": "draplan.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "s"},
+        "spec": {
+            "workload": {
+                "jobs": [
+                    {
+                        "name": "j",
+                        "arrivalSeconds": 0,
+                        "durationSeconds": 5,
+                        "objects": [job_claim, pod],
+                    }
+                ]
+            }
+        },
+    }
+    host = encode(node())
+    host["status"] = {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
+    cluster = [host, encode(device_class())]
+    cluster.append(encode(rslice("s", [with_attrs("gpu-0", model=DeviceAttribute(string="a100"))])))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump_all([*cluster, scenario]))
+    off = run_cli("simulate", "-f", str(path), "--policies", "dra")
+    assert off.code == 2 and len(off.err.strip().splitlines()) == 1
+    assert "spec.workload.jobs[0].objects[0]" in off.err and "includes" in off.err
+    on = run_cli(
+        "simulate",
+        "-f",
+        str(path),
+        "--policies",
+        "dra",
+        "-o",
+        "json",
+        "--feature-gates",
+        "DRAListTypeAttributes=true",
+    )
+    assert on.code == 0, on.err
+    assert on.json()["results"][0]["totals"]["jobsStarted"] == 1

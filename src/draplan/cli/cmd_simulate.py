@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -116,7 +115,7 @@ def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
         objects = [
             (_with_seed(o, seed) if isinstance(o, Scenario) else o, source) for o, source in objects
         ]
-    return dataclasses.replace(build_input(objects), features=features)
+    return build_input(objects, features)
 
 
 def _with_seed(scenario: Scenario, seed: int) -> Scenario:

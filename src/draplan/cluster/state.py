@@ -177,11 +177,13 @@ def _admit(
                     ) from None
 
 
-def admit(objects: Iterable[tuple[KubeStruct, str]]) -> None:
+def admit(
+    objects: Iterable[tuple[KubeStruct, str]], features: FeatureGates = DEFAULT_FEATURES
+) -> None:
     """Raise BadInput where `ClusterState.from_objects` would, without building anything."""
     origin: dict[OriginKey, str] = {}
     for obj, source in objects:
-        _admit(origin, obj, source)
+        _admit(origin, obj, source, features)
 
 
 def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:

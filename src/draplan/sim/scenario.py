@@ -75,14 +75,18 @@ def _yaml_job(job: ScenarioJob, index: int, source: str) -> Job:
     )
 
 
-def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
-    """Split the loaded objects into the cluster and one Scenario, and make its jobs."""
+def build_input(
+    objects: list[tuple[KubeStruct, str]], features: FeatureGates = DEFAULT_FEATURES
+) -> SimInput:
+    """Split the loaded objects into the cluster and one Scenario, and make its jobs, for a
+    cluster of `features`."""
     scenarios = [(o, src) for o, src in objects if isinstance(o, Scenario)]
     if len(scenarios) != 1:
         raise BadInput(f"expected exactly one draplan.io/v1alpha1 Scenario, found {len(scenarios)}")
     scenario, source = scenarios[0]
     assert isinstance(scenario, Scenario)
-    admit(objects)  # duplicates (a job's objects too) and CEL, each named with its file
+    # Duplicates (a job's objects too), CEL and gated fields, each named with its file.
+    admit(objects, features)
     cluster = [o for o, _ in objects if not isinstance(o, Scenario)]
     workload = scenario.spec.workload
     jobs: list[Job] = []
@@ -104,4 +108,5 @@ def build_input(objects: list[tuple[KubeStruct, str]]) -> SimInput:
             path="spec.workload",
         )
     jobs.sort(key=lambda j: (j.arrival, j.name))
-    return SimInput(scenario.metadata.name or "scenario", cluster, jobs, scenario, horizon, source)
+    name = scenario.metadata.name or "scenario"
+    return SimInput(name, cluster, jobs, scenario, horizon, source, features)

@@ -35,10 +35,10 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(nodes: int, seconds: float) -> dict[str, Any]:
-    fill = min(0.5, 20_000 / (nodes * 8))
+def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
+    fill = min(fill, 20_000 / (nodes * 8))
     remote = _Remote(nodes, 8, fill, seed=16)
-    out: dict[str, Any] = {"nodes": nodes, "ratePerSecond": RATE, "seconds": seconds}
+    out: dict[str, Any] = {"nodes": nodes, "fill": fill, "ratePerSecond": RATE, "seconds": seconds}
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
         syncs: list[tuple[float, int]] = []
@@ -89,5 +89,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    # The share of GPUs running pods at the start (at most 20,000 pods). At 0.5 every node sits
+    # at the scale-down threshold: each is a candidate whose pods the plan tries elsewhere.
+    parser.add_argument("--fill", type=float, default=0.5)
     args = parser.parse_args()
-    print(json.dumps(run(args.nodes, args.seconds)))
+    print(json.dumps(run(args.nodes, args.seconds, args.fill)))

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import audit_scenarios as sc
-from draplan.audit.metrics import MetricsMemo, metrics, workload_shapes
+from draplan.audit.metrics import metrics, workload_shapes
+from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import RequestShape
 from draplan.cluster.fragmentation import Shape, Workload, free_state, node_fragmentation
 from draplan.cluster.podresources import node_allocatable

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from draplan.api.codec import decode
 from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document
-from draplan.audit.metrics import MetricsMemo
+from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import read_set, signature
 from draplan.cluster.devices import device_views
 from draplan.cluster.incremental import IncrementalState
@@ -27,6 +27,7 @@ from draplan.serve.series import SeriesMemo, cluster_series
 from generated_clusters import TAINT, generate
 
 metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
+memo_module = importlib.import_module("draplan.audit.metrics_memo")
 CHANGING = ("Node", "ResourceSlice", "Pod", "ResourceClaim", "NodePool")
 PLAN: dict[str, Any] = {"scaleUp": []}
 
@@ -121,7 +122,7 @@ def test_kept_memos_measure_every_change_as_a_fresh_state_does(
 def test_kept_chunk_sums_follow_pods_ending(monkeypatch: Any) -> None:
     """Scopes summed a few parts at a time (as 10,000 nodes are, CHUNK at a time): after each
     running pod ends, the kept sums give the fresh document, and the pod's node changed."""
-    monkeypatch.setattr(metrics_module, "CHUNK", 3)
+    monkeypatch.setattr(memo_module, "CHUNK", 3)
     objects = [(vs[0], "src") for vs in UNIVERSE]
     state = ClusterState.from_objects(objects)
     memo = MetricsMemo()

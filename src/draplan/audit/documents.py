@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from draplan.audit.metrics import MetricsMemo, collector_off, metrics
+from draplan.audit.metrics import collector_off, metrics
+from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan

@@ -15,7 +15,7 @@ from draplan.api.codec import json_text
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document, plan_document, why_document
-from draplan.audit.metrics import MetricsMemo
+from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.derived import derive_pools

@@ -1,0 +1,283 @@
+"""What `draplan metrics` keeps between measures of one changing state (`draplan serve`'s):
+per node and resource pool what it adds to the scopes, kept by node version, and the sums,
+taken in fixed chunks so that a kept measure equals a fresh one to the last bit."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from draplan.api.core_v1 import Node, Pod
+from draplan.api.resource_v1 import DeviceClass
+from draplan.audit.poolstatus import PoolStatusMemo
+from draplan.audit.stranded import (
+    MEMO_ENTRIES,
+    NodeStranded,
+    RequestShape,
+    StrandedMeter,
+    pod_shape,
+    read_set,
+    signature,
+)
+from draplan.audit.tally import Tally, merged
+from draplan.cel import CelError, Selector, compile_selector
+from draplan.cel.reads import Read
+from draplan.cluster.accelerators import Accelerator, pool_accelerators
+from draplan.cluster.devices import DeviceView, Pool
+from draplan.cluster.podresources import is_terminal
+from draplan.cluster.state import ClusterState, ObjectKey
+from draplan.scheduler.claims import ClaimNotFound, pod_claims
+
+CHUNK = 64  # tallies summed together, kept while none of them changes
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, eq=False)
+class NodePart:
+    """A node's node pool and price, and what it adds to its scopes (its price)."""
+
+    node: Node
+    pools_key: object
+    pool: str
+    price: float | None
+    tally: Tally
+
+
+@dataclass(frozen=True, eq=False)
+class PoolPart:
+    """What one resource pool adds: per node its devices and GPUs bound there (None: bound to
+    none, the cluster's alone), all of them to the pool itself, and each class's share."""
+
+    where: tuple[str, ...]  # the nodes its devices are bound to
+    key: object  # their versions when measured
+    nodes: tuple[tuple[str | None, Tally], ...]
+    pool: Tally
+    classes: tuple[tuple[str, Tally], ...]
+    accelerator_classes: frozenset[str]  # the classes that select one of its GPUs
+
+
+# A node's GPUs, free GPUs per resource pool, all free GPUs, and per class asked its free GPUs
+# in all and per pool (by the pool's index): what its stranded part is made of besides its
+# measure and price.
+Layout = tuple[
+    int, tuple[float, ...], float, tuple[tuple[str, float, tuple[tuple[int, float], ...]], ...]
+]
+
+
+@dataclass(frozen=True, eq=False)
+class StrandedPart:
+    """What one node's stranded GPUs add to its scopes, its classes and its resource pools
+    (`labels`, in order)."""
+
+    measured: NodeStranded
+    price: float | None
+    asked: frozenset[str]
+    labels: tuple[str, ...]
+    layout: Layout
+    node: Tally
+    classes: tuple[tuple[str, Tally], ...]
+    pools: tuple[Tally, ...]
+
+
+class MetricsMemo:
+    """What measuring may keep between measures of one changing state (`draplan serve`'s):
+    the classes that select each device (values of the device alone while the device classes
+    stay the same), each pool's accelerators, the stranded meter while the classes and shapes
+    it measures against stay the same; and what each node and resource pool adds to the
+    scopes while the node's version stays the same, with every scope's sum and document
+    while what is added to it stays the same. The sums are taken CHUNK parts at a time in
+    the scopes' order, so a kept memo's measure equals a fresh one to the last bit."""
+
+    def __init__(self) -> None:
+        self._forget(None)
+
+    def _forget(self, state: ClusterState | None) -> None:
+        self._state = state
+        self._classes_key: object = None
+        self.classes: dict[str, list[Selector]] = {}
+        self._read: frozenset[Read] | None = frozenset()
+        self.device_classes: dict[DeviceView, list[str]] = {}
+        self._by_signature: dict[Hashable, list[str]] = {}
+        self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
+        self._meter_key: tuple[object, object] = (None, None)
+        self._meter: StrandedMeter | None = None
+        self._shape_classes: Collection[str] = ()
+        self._shapes: dict[ObjectKey, tuple[Pod, tuple[object, ...] | None, RequestShape | None]]
+        self._shapes = {}
+        # What each node, resource pool and node's stranded GPUs added at the last measure.
+        self.node_parts: dict[str, NodePart] = {}
+        self.pool_parts: dict[Pool, PoolPart] = {}
+        self.stranded_parts: dict[str, StrandedPart] = {}
+        self._interned: Recent[tuple[object, ...], Tally] = Recent()
+        self._sums: Recent[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = Recent()
+        self._chunks: Recent[tuple[Tally, ...], Tally] = Recent()
+        # Stranded parts by what they are made of, for nodes measured alike.
+        self.stranded_values: Recent[
+            object, tuple[Tally, tuple[tuple[str, Tally], ...], tuple[Tally, ...]]
+        ] = Recent()
+        self.pool_status = PoolStatusMemo()  # for the document's KEP-5677 part
+
+    def refresh(self, state: ClusterState) -> None:
+        """Forget what another state, or the state's device classes, no longer answer the
+        same."""
+        if state is not self._state:  # node versions are one state's
+            self._forget(state)
+        key = tuple(sorted(state.device_classes.items()))
+        if key == self._classes_key:
+            return
+        self._classes_key = key
+        self.classes = {
+            name: [compile_selector(s.cel.expression) for s in dc.spec.selectors if s.cel]
+            for name, dc in key
+        }
+        self._read = read_set(s.expression for sels in self.classes.values() for s in sels)
+        self.device_classes = {}
+        self._by_signature = {}
+        self._meter_key, self._meter = (None, None), None
+        self.pool_parts, self.stranded_parts = {}, {}
+
+    def classes_of(self, view: DeviceView) -> list[str]:
+        out = self.device_classes.get(view)
+        if out is None:
+            sig = signature(view, self._read)
+            out = self._by_signature.get(sig) if sig is not None else None
+            if out is None:
+                out = self._select(view)
+                if sig is not None:
+                    if len(self._by_signature) >= MEMO_ENTRIES:
+                        self._by_signature.clear()
+                    self._by_signature[sig] = out
+            if len(self.device_classes) >= MEMO_ENTRIES:
+                self.device_classes.clear()
+            self.device_classes[view] = out
+        return out
+
+    def _select(self, view: DeviceView) -> list[str]:
+        out = []
+        for name, selectors in self.classes.items():
+            try:
+                if all(s.matches(view.cel) for s in selectors):
+                    out.append(name)
+            except CelError:
+                continue  # a selector that fails on a device does not select it
+        return out
+
+    def accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
+        got = self.grouped.get(pool)
+        if got is None:
+            if len(self.grouped) >= MEMO_ENTRIES:
+                self.grouped.clear()
+            got = self.grouped[pool] = pool_accelerators(pool)
+        return got
+
+    def meter(
+        self, classes: dict[str, DeviceClass], shapes: list[tuple[RequestShape, float]]
+    ) -> StrandedMeter:
+        key = (tuple(sorted(classes)), tuple(shapes))
+        if self._meter is None or key != self._meter_key:
+            meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+            if self._meter is not None and key[0] == self._meter_key[0]:
+                meter.keep_from(self._meter)  # a pod came or went: the shapes' weights changed
+            self._meter_key, self._meter = key, meter
+        return self._meter
+
+    def shapes(
+        self, state: ClusterState, classes: Collection[str]
+    ) -> tuple[list[RequestShape], set[RequestShape]]:
+        """The shapes over `classes` of the running and pending pods, and the pending ones'
+        (`workload_shapes`); a pod's kept while it and its claims stay the same."""
+        kept, self._shapes = self._shapes, {}
+        if classes != self._shape_classes:
+            kept, self._shape_classes = {}, classes
+        shapes: list[RequestShape] = []
+        pending: set[RequestShape] = set()
+        for key, pod in state.pods.items():
+            if is_terminal(pod) or not pod.spec.resource_claims:
+                continue
+            sources = claim_sources(state, pod)
+            seen = kept.get(key)
+            if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
+                shape = seen[2]
+            else:
+                try:
+                    shape = pod_shape(pod, pod_claims(state, pod), classes)
+                except ClaimNotFound:
+                    shape = None
+            self._shapes[key] = (pod, sources, shape)
+            if shape is not None:
+                shapes.append(shape)
+                if not pod.spec.node_name:
+                    pending.add(shape)
+        return shapes, pending
+
+    def sum(self, parts: list[Tally]) -> tuple[Tally, dict[str, Any]]:
+        """A scope's tally and its document, kept while its parts are the same objects (and
+        shared by the scopes whose parts are: nodes alike have their parts interned)."""
+        key = tuple(parts)
+        got = self._sums.get(key)
+        if got is None:
+            if len(parts) <= CHUNK:
+                total = merged(parts)
+            else:
+                total = merged(self._chunk(key[i : i + CHUNK]) for i in range(0, len(key), CHUNK))
+            got = self._sums.put(key, (total, total.to_dict()))
+        return got
+
+    def _chunk(self, parts: tuple[Tally, ...]) -> Tally:
+        got = self._chunks.get(parts)
+        return got if got is not None else self._chunks.put(parts, merged(parts))
+
+    def forget_unused(self) -> None:
+        """Drop what the measure just done did not use."""
+        for recent in (self._interned, self._sums, self._chunks, self.stranded_values):
+            recent.turn()
+
+    def intern(self, tally: Tally) -> Tally:
+        """An equal tally seen before, if any, else this one (never changed afterwards)."""
+        key = tally.value()
+        got = self._interned.get(key)
+        return got if got is not None else self._interned.put(key, tally)
+
+
+class Recent(Generic[K, V]):
+    """A memo of what the last measure and this one used."""
+
+    def __init__(self) -> None:
+        self.now: dict[K, V] = {}
+        self.last: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        got = self.now.get(key)
+        if got is None:
+            got = self.last.get(key)
+            if got is not None:
+                self.now[key] = got
+        return got
+
+    def put(self, key: K, value: V) -> V:
+        self.now[key] = value
+        return value
+
+    def turn(self) -> None:
+        """A measure is done: what it did not use goes at the end of the next one."""
+        self.last, self.now = self.now, {}
+
+
+def claim_sources(state: ClusterState, pod: Pod) -> tuple[object, ...] | None:
+    """What `pod_claims` makes the pod's claims of: per entry the claim it names or the
+    controller made, else its template (a template's claim is built anew each time); None for
+    a pod whose PodGroup may share them."""
+    if pod.spec.scheduling_group is not None:
+        return None
+    ns = pod.metadata.namespace
+    statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    out: list[object] = []
+    for ref in pod.spec.resource_claims:
+        name = ref.resource_claim_name or statuses.get(ref.name)
+        claim = state.claims.get((ns, name)) if name else None
+        if claim is None and ref.resource_claim_name is None:
+            out.append(state.claim_templates.get((ns, ref.resource_claim_template_name or "")))
+        out.append(claim)
+    return tuple(out)

@@ -56,8 +56,10 @@ def _claims(state: ClusterState, pod: Pod) -> tuple[ResourceClaim, ...] | None:
         return None
 
 
-def _queue(state: ClusterState, scheduler: Scheduler) -> list[_Queued]:
-    """The pending pods in `Scheduler.run`'s order, with their gangs."""
+def _queue(
+    state: ClusterState, scheduler: Scheduler
+) -> tuple[list[_Queued], dict[ObjectKey, Gang]]:
+    """The pending pods in `Scheduler.run`'s order, with their gangs; and the gangs."""
     classes, default = priority_table(state)
     gangs = find_gangs(state) if scheduler.gangs else {}
     pending = [
@@ -66,7 +68,8 @@ def _queue(state: ClusterState, scheduler: Scheduler) -> list[_Queued]:
         if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
     ]
     pending.sort(key=lambda p: sort_key(p, classes, default))
-    return [_Queued(key_of(p), p, _claims(state, p), gangs.get(key_of(p))) for p in pending]
+    queue = [_Queued(key_of(p), p, _claims(state, p), gangs.get(key_of(p))) for p in pending]
+    return queue, gangs
 
 
 class ExistingFit:
@@ -79,13 +82,13 @@ class ExistingFit:
 
     def run(self, state: ClusterState, scheduler: Scheduler) -> None:
         """Place what the scheduler places of the pending pods (mutates `state`)."""
-        queue = _queue(state, scheduler)
+        queue, gangs = _queue(state, scheduler)
         everywhere, own = state.version("*")[0], state.node_version
         versions = {name: (everywhere, own.get(name) or 0) for name in state.nodes}
         changed = self._changed(state, scheduler, queue, versions)
         this = _Run(queue, versions)
         if changed is None:
-            scheduler.run(state)
+            scheduler.run(state, gangs=gangs)  # found on this state a moment ago
         else:
             self._replay(state, scheduler, changed)
         for q in queue:

@@ -30,9 +30,8 @@ from draplan.scheduler import Profile, Scheduler
 from draplan.scheduler.framework import CycleState, PodInfo
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.tainttoleration import tolerates
-from draplan.scheduler.unread import profile_reads_only_known
+from draplan.scheduler.unread import HOSTNAME, node_as_read, profile_reads_only_known
 
-HOSTNAME = "kubernetes.io/hostname"
 # Device attributes that name one physical device, not its kind (NVIDIA's DRA driver).
 IDENTITY_ATTRIBUTES = frozenset({"uuid", "parentUUID", "serialNumber"})
 CONSTRAINT_PLUGINS = (
@@ -204,31 +203,7 @@ class Reacher:
 
     def _kind(self, node: Node) -> bytes:
         meta = node.metadata
-        labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
-        seen: object
-        if self._reads_known:
-            # What the scheduler's own plugins read of a Node (as its evaluator groups them):
-            # not its provider ID, addresses or node info, which every node has its own of.
-            seen = (
-                sorted(labels.items()),
-                node.spec.taints,
-                node.spec.unschedulable,
-                node.status.capacity,
-                node.status.allocatable,
-            )
-        else:
-            seen = msgspec.structs.replace(
-                node,
-                metadata=msgspec.structs.replace(
-                    meta,
-                    name="",
-                    uid="",
-                    resource_version="",
-                    creation_timestamp=None,
-                    labels=labels,
-                ),
-            )
-        parts: list[Any] = [seen]
+        parts: list[Any] = [node_as_read(node, self._reads_known)]
         for pool in self.state.pools_for_node(node):
             local = all(v.node_name == meta.name for v in pool.devices)
             devices = [

@@ -52,13 +52,14 @@ from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
 from draplan.scheduler.unread import (
+    HOSTNAME,
     AttributeReads,
     merge,
+    node_as_read,
     profile_reads_only_known,
     state_reads,
 )
 
-HOSTNAME = "kubernetes.io/hostname"
 # Score plugins that read DynamicResources' allocation (the devices chosen on this node).
 READS_ALLOCATION = frozenset({names.TOPOLOGY_LOCALITY})
 # Filters whose answer depends only on the pod and the Node object.
@@ -351,31 +352,7 @@ class Evaluator:
         hit = self._statics.get(name)
         if hit is not None and hit[0] is node:
             return hit[1]
-        meta = node.metadata
-        labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
-        seen: object
-        if self._reads_known:
-            # What kube-scheduler's plugins read of a Node: not its provider ID or
-            # annotations, which differ between otherwise identical nodes.
-            seen = (
-                sorted(labels.items()),
-                node.spec.taints,
-                node.spec.unschedulable,
-                node.status.capacity,
-                node.status.allocatable,
-            )
-        else:
-            seen = msgspec.structs.replace(
-                node,
-                metadata=msgspec.structs.replace(
-                    meta,
-                    name="",
-                    uid="",
-                    resource_version="",
-                    creation_timestamp=None,
-                    labels=labels,
-                ),
-            )
+        seen = node_as_read(node, self._reads_known)
         key = self._intern(msgspec.msgpack.encode(seen, enc_hook=str))
         self._statics[name] = (node, key)
         return key

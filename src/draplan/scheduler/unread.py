@@ -18,6 +18,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple
 
+import msgspec
+
+from draplan.api.core_v1 import Node
 from draplan.api.resource_v1 import DeviceSelector, ResourceClaimSpec
 from draplan.cel.device import split_name
 from draplan.cel.reads import reads
@@ -25,6 +28,8 @@ from draplan.cluster.devices import TOPOLOGY_ATTRIBUTES
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
+
+HOSTNAME = "kubernetes.io/hostname"
 
 # Plugins that read no attribute beyond the selectors, constraints and topology attributes.
 KNOWN_PLUGINS = frozenset(
@@ -113,3 +118,26 @@ def _selector_reads(expression: str) -> frozenset[tuple[str, str]] | None:
     if found is None:
         return None
     return frozenset((domain, ident) for kind, domain, ident in found if kind == "attributes")
+
+
+def node_as_read(node: Node, reads_known: bool) -> object:
+    """What the scheduling plugins read of a Node object, without its identity (name, uid,
+    hostname label): with kube-scheduler's own plugins (`reads_known`), its labels, taints,
+    cordon and resources, not its provider ID or annotations, which differ between otherwise
+    identical nodes; with others, all of it."""
+    meta = node.metadata
+    labels = {k: v for k, v in meta.labels.items() if k != HOSTNAME}
+    if reads_known:
+        return (
+            sorted(labels.items()),
+            node.spec.taints,
+            node.spec.unschedulable,
+            node.status.capacity,
+            node.status.allocatable,
+        )
+    return msgspec.structs.replace(
+        node,
+        metadata=msgspec.structs.replace(
+            meta, name="", uid="", resource_version="", creation_timestamp=None, labels=labels
+        ),
+    )

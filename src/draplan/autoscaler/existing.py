@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.cluster.podresources import is_gated, is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 from draplan.scheduler.gangs import Gang, find_gangs
-from draplan.scheduler.queue import priority_table, sort_key
+from draplan.scheduler.queue import in_queue_order
 
 MAX_CHANGED = 64  # changed nodes beyond which checking them costs about a full run
 
@@ -60,14 +59,8 @@ def _queue(
     state: ClusterState, scheduler: Scheduler
 ) -> tuple[list[_Queued], dict[ObjectKey, Gang]]:
     """The pending pods in `Scheduler.run`'s order, with their gangs; and the gangs."""
-    classes, default = priority_table(state)
     gangs = find_gangs(state) if scheduler.gangs else {}
-    pending = [
-        p
-        for p in state.pods.values()
-        if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-    ]
-    pending.sort(key=lambda p: sort_key(p, classes, default))
+    pending = in_queue_order(state, state.pods.values())
     queue = [_Queued(key_of(p), p, _claims(state, p), gangs.get(key_of(p))) for p in pending]
     return queue, gangs
 
@@ -130,7 +123,6 @@ class ExistingFit:
         assert self._last is not None
         last = self._last
         done: set[tuple[str, ...]] = set()
-        classes, default = priority_table(state)
         for q in last.queue:
             before = last.placed.get(q.key)
             if q.gang is None:
@@ -142,15 +134,7 @@ class ExistingFit:
             if gang.key in done:
                 continue
             done.add(gang.key)
-            members = [state.pods[k] for k in gang.members if k in state.pods]
-            waiting = [
-                p
-                for p in members
-                if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-            ]
-            waiting.sort(key=lambda p: sort_key(p, classes, default))
-            bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
-            for r in scheduler.schedule_gang(state, gang, waiting, bound):
+            for r in scheduler.schedule_waiting_members(state, gang):
                 changed.update(n for n in (r.node, last.placed.get(r.key)) if n)
 
     @staticmethod

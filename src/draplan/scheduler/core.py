@@ -13,7 +13,7 @@ import msgspec
 
 from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
-from draplan.cluster.podresources import is_gated, is_terminal, pod_requests
+from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator
 from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
@@ -21,7 +21,7 @@ from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
-from draplan.scheduler.queue import priority_table, sort_key
+from draplan.scheduler.queue import in_queue_order
 from draplan.scheduler.reasons import FitReason, fit_error, pod_level
 
 GANG_INCOMPLETE = "GangIncomplete"
@@ -313,20 +313,14 @@ class Scheduler:
         """Schedule every pending pod (or those in `only`) in queue order; gangs as units
         (`gangs`: find_gangs of the state, if the caller has it). Gated pods never enter the
         queue: they get no result."""
-        classes, default = priority_table(state)
         if not self.gangs:
             gangs = {}
         elif gangs is None:
             gangs = find_gangs(state)
-        pending = [
-            p
-            for p in state.pods.values()
-            if not p.spec.node_name
-            and not is_terminal(p)
-            and not is_gated(p)
-            and (only is None or key_of(p) in only)
-        ]
-        pending.sort(key=lambda p: sort_key(p, classes, default))
+        pods = state.pods.values()
+        pending = in_queue_order(
+            state, pods if only is None else (p for p in pods if key_of(p) in only)
+        )
         results: list[PodResult] = []
         done: set[tuple[str, ...]] = set()
         for pod in pending:
@@ -337,16 +331,15 @@ class Scheduler:
             if gang.key in done:
                 continue
             done.add(gang.key)
-            members = [state.pods[k] for k in gang.members if k in state.pods]
-            waiting = [
-                p
-                for p in members
-                if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-            ]
-            waiting.sort(key=lambda p: sort_key(p, classes, default))
-            bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
-            results.extend(self.schedule_gang(state, gang, waiting, bound))
+            results.extend(self.schedule_waiting_members(state, gang))
         return results
+
+    def schedule_waiting_members(self, state: ClusterState, gang: Gang) -> list[PodResult]:
+        """The gang's members that wait, in queue order, scheduled as one unit beside those
+        already bound."""
+        members = [state.pods[k] for k in gang.members if k in state.pods]
+        bound = sum(1 for p in members if p.spec.node_name and not is_terminal(p))
+        return self.schedule_gang(state, gang, in_queue_order(state, members), bound)
 
 
 def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:

@@ -3,6 +3,8 @@ a gang takes the place of its first member. Gated pods stay out of the queue."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from draplan.api.core_v1 import Pod
 from draplan.api.scheduling import PriorityClass
 from draplan.cluster.podresources import is_gated, is_terminal
@@ -31,6 +33,15 @@ def sort_key(
         pod.metadata.namespace,
         pod.metadata.name,
     )
+
+
+def in_queue_order(state: ClusterState, pods: Iterable[Pod]) -> list[Pod]:
+    """Those of `pods` that wait to be scheduled (unbound, not finished, not gated), in queue
+    order."""
+    classes, default = priority_table(state)
+    waiting = [p for p in pods if not p.spec.node_name and not is_terminal(p) and not is_gated(p)]
+    waiting.sort(key=lambda p: sort_key(p, classes, default))
+    return waiting
 
 
 def gated_pods(state: ClusterState) -> list[Pod]:

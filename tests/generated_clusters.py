@@ -10,7 +10,12 @@ or PCIe root), tolerations, node selectors; sometimes NodePools copying a node.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
+
+from draplan.api.codec import decode
+from draplan.api.meta import KubeStruct
+from draplan.cluster.state import origin_key
 
 DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu.example.com"
@@ -313,3 +318,17 @@ def generate(
                     }
                 )
     return objs
+
+
+def variant_universe(
+    seeds: tuple[int, ...], variants: Callable[[dict[str, Any]], list[dict[str, Any]]]
+) -> list[list[KubeStruct]]:
+    """Per object key, over the clusters of `seeds` (the first of a key wins), the object's
+    `variants` decoded: the values a property test's changes pick from."""
+    by_key: dict[Any, list[KubeStruct]] = {}
+    for seed in seeds:
+        for doc in generate(seed):
+            key = origin_key(decode(doc))
+            if key not in by_key:
+                by_key[key] = [decode(v) for v in variants(doc)]
+    return list(by_key.values())

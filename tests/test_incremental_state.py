@@ -9,11 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draplan.api.codec import decode
 from draplan.api.meta import KubeStruct
 from draplan.cluster.incremental import IncrementalState
 from draplan.cluster.state import ClusterState, origin_key
-from generated_clusters import generate
+from generated_clusters import variant_universe
 from state_projection import projection, schedule_outcome
 
 
@@ -55,19 +54,7 @@ def _variants(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _universe(seeds: tuple[int, ...]) -> list[list[KubeStruct]]:
-    """Variants per object key, over the clusters of `seeds` (the first of a key wins)."""
-    by_key: dict[Any, list[KubeStruct]] = {}
-    for seed in seeds:
-        for doc in generate(seed):
-            obj = decode(doc)
-            key = origin_key(obj)
-            if key not in by_key:
-                by_key[key] = [decode(v) for v in _variants(doc)]
-    return list(by_key.values())
-
-
-UNIVERSE = _universe((10, 0))  # partitionable A100s with allocated MIG claims
+UNIVERSE = variant_universe((10, 0), _variants)  # partitionable A100s with allocated MIG claims
 
 op = st.tuples(
     st.sampled_from(("put", "put", "delete")),

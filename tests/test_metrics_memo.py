@@ -24,7 +24,7 @@ from draplan.cluster.devices import device_views
 from draplan.cluster.incremental import IncrementalState
 from draplan.cluster.state import ClusterState, origin_key
 from draplan.serve.series import SeriesMemo, cluster_series
-from generated_clusters import TAINT, generate
+from generated_clusters import TAINT, generate, variant_universe
 
 metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
 memo_module = importlib.import_module("draplan.audit.metrics_memo")
@@ -62,19 +62,7 @@ def _variants(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _universe(seeds: tuple[int, ...]) -> list[list[KubeStruct]]:
-    """Variants per object key, over the clusters of `seeds` (the first of a key wins)."""
-    by_key: dict[Any, list[KubeStruct]] = {}
-    for seed in seeds:
-        for doc in generate(seed):
-            obj = decode(doc)
-            key = origin_key(obj)
-            if key not in by_key:
-                by_key[key] = [decode(v) for v in _variants(doc)]
-    return list(by_key.values())
-
-
-UNIVERSE = _universe((10, 0, 3))
+UNIVERSE = variant_universe((10, 0, 3), _variants)
 FIXED = [vs[0] for vs in UNIVERSE if vs[0].kind not in CHANGING]  # device classes
 CHANGES = [i for i, vs in enumerate(UNIVERSE) if vs[0].kind in CHANGING]
 

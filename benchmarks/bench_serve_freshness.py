@@ -7,6 +7,8 @@ An event that arrives after the audit loop's sync k-1 began is in the answers of
 latest, so each audit bounds the wait of the events it took by its publication minus the start of
 the sync before it; the figures are those bounds (p50, p99, max), an upper estimate of freshness.
 A scrape adds the formatting of the health series only (bench_serve: ~5 ms at 10,000 nodes).
+The scale plan (/v1/plan) is made at most as often as serve's default plan share allows; its
+freshness, bounded the same way, is reported beside.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +38,16 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
+def run(nodes: int, seconds: float, fill: float, plan_share: float) -> dict[str, Any]:
     fill = min(fill, 20_000 / (nodes * 8))
     remote = _Remote(nodes, 8, fill, seed=16)
-    out: dict[str, Any] = {"nodes": nodes, "fill": fill, "ratePerSecond": RATE, "seconds": seconds}
+    out: dict[str, Any] = {
+        "nodes": nodes,
+        "fill": fill,
+        "planShare": plan_share,
+        "ratePerSecond": RATE,
+        "seconds": seconds,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
         syncs: list[tuple[float, int]] = []
@@ -52,7 +61,9 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
 
         model.sync = timed_sync  # type: ignore[method-assign]
         published: list[Answers] = []
-        loop = AuditLoop(model, Auditor(), 0.0, CollectorRegistry(), (published.append,))
+        loop = AuditLoop(
+            model, Auditor(plan_share=plan_share), 0.0, CollectorRegistry(), (published.append,)
+        )
         try:
             model.start()
             wait_for(lambda: model.health().ready, timeout=600)
@@ -61,7 +72,7 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
             out["firstAuditSeconds"] = round(published[0].seconds, 2)
             remote.conn.send(("churn", RATE, int(RATE * seconds)))
             remote.recv()
-            first = len(published)
+            churn_start = time.monotonic()
             remote.conn.send(("go",))
             remote.recv()  # the churn is over
             time.sleep(2 * published[-1].seconds + 1)  # the last changes' audit
@@ -69,18 +80,39 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
             loop.stop(timeout=60)
             model.stop()
             remote.stop()
-    start_of = {}
-    for start, generation in syncs:
-        start_of.setdefault(generation, start)
-    audits = published[first:]
-    before = published[first - 1 : -1]
-    bounds = [a.published - start_of[b.generation] for b, a in zip(before, audits, strict=True)]
-    out["audits"] = len(audits)
-    out["auditSecondsP50"] = round(_quantile([a.seconds for a in audits], 0.5), 3)
+    # The events an audit takes in arrived after the start of the last sync before it.
+    start_of = dict((generation, start) for start, generation in syncs)
+    # A replan republishes the answers of a generation with its plan: /metrics is unchanged.
+    audits = [
+        b for a, b in pairwise([None, *published]) if a is None or a.generation != b.generation
+    ]
+    plans = [
+        b
+        for a, b in pairwise([None, *published])
+        if a is None or a.plan_generation != b.plan_generation
+    ]
+    bounds = [
+        a.published - start_of[b.generation]
+        for b, a in pairwise(audits)
+        if a.published >= churn_start
+    ]
+    plan_bounds = [
+        a.plan_published - start_of[b.plan_generation]
+        for b, a in pairwise(plans)
+        if a.plan_published >= churn_start
+    ]
+    out["audits"] = len(bounds)
+    out["auditSecondsP50"] = round(
+        _quantile([a.seconds for a in audits if a.published >= churn_start], 0.5), 3
+    )
     out["freshnessP50"] = round(_quantile(bounds, 0.5), 3)
     out["freshnessP99"] = round(_quantile(bounds, 0.99), 3)
     out["freshnessMax"] = round(max(bounds), 3)
     out["withinTarget"] = out["freshnessP99"] <= 1.0
+    out["plans"] = len(plans)
+    if plan_bounds:
+        out["planFreshnessP50"] = round(_quantile(plan_bounds, 0.5), 3)
+        out["planFreshnessMax"] = round(max(plan_bounds), 3)
     out["loadAverage"] = round(os.getloadavg()[0], 1)
     return out
 
@@ -92,5 +124,6 @@ if __name__ == "__main__":
     # The share of GPUs running pods at the start (at most 20,000 pods). At 0.5 every node sits
     # at the scale-down threshold: each is a candidate whose pods the plan tries elsewhere.
     parser.add_argument("--fill", type=float, default=0.5)
+    parser.add_argument("--plan-share", type=float, default=Auditor.plan_share)
     args = parser.parse_args()
-    print(json.dumps(run(args.nodes, args.seconds, args.fill)))
+    print(json.dumps(run(args.nodes, args.seconds, args.fill, args.plan_share)))

@@ -192,7 +192,7 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
     """The auditor keeps its schedulers' evaluations between audits of one state: what it
     answers after changes is what a fresh auditor answers on the changed state."""
     state = realistic_state()
-    kept = Auditor()
+    kept = Auditor(plan_share=1.0)  # a plan on every audit
     kept.audit(state, 1)
     running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
     pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
@@ -210,6 +210,45 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
         later, fresh = kept.audit(state, generation), Auditor().audit(state, generation)
         assert later.bodies == fresh.bodies
         assert later.series == fresh.series
+        assert later.plan_generation == generation
+
+
+def test_a_plan_waits_as_the_share_allows_and_the_rest_is_fresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between plans, an audit's why, metrics and scale-up series are those of the changed
+    state; the plan is the last one made, and `replan` brings it up to date."""
+    import draplan.serve.answers as answers_module
+
+    now = [100.0]
+    real_plan_document = answers_module.plan_document
+
+    def plan_taking_a_second(*args: Any, **kwargs: Any) -> Any:
+        out = real_plan_document(*args, **kwargs)
+        now[0] += 1.0
+        return out
+
+    monkeypatch.setattr(answers_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(answers_module, "plan_document", plan_taking_a_second)
+    state = realistic_state()
+    auditor = Auditor(plan_share=0.5)
+    first = auditor.audit(state, 1)
+    assert (first.plan_generation, first.plan_published) == (1, 101.0)
+    assert not auditor.plan_due()  # made in 1 s: the next no sooner than 1 s later
+    state.remove_pod(("research", "train-8-0"))  # a pod the plan adds an h100 node for
+    second = auditor.audit(state, 2)
+    fresh = Auditor(plan_share=1.0).audit(state, 2)
+    assert second.plan_generation == 1 and second.bodies["plan"] == first.bodies["plan"]
+    assert second.bodies["plan"] != fresh.bodies["plan"]
+    assert {k: v for k, v in second.bodies.items() if k != "plan"} == {
+        k: v for k, v in fresh.bodies.items() if k != "plan"
+    }
+    assert second.series == fresh.series != first.series
+    now[0] += 1.0
+    assert auditor.plan_due()
+    caught_up = auditor.replan(state, second)
+    assert caught_up.plan_generation == 2 and caught_up.bodies == fresh.bodies
+    assert caught_up.series == second.series and caught_up.diagnoses == second.diagnoses
 
 
 def test_health_endpoints(realistic: Served) -> None:
@@ -274,6 +313,33 @@ class FailingAuditor(Auditor):
         if generation == 2:
             raise RuntimeError("a bug")
         return super().audit(state, generation, lock)
+
+
+def test_the_loop_brings_the_plan_up_to_date_once_quiet() -> None:
+    state = realistic_state()
+    model = ScriptedModel(state)
+    # After a plan of d seconds the next waits 49 d: the audit right after one makes none.
+    with serving(model, Auditor(plan_share=0.02)) as served:
+        published: list[Answers] = []
+        served.loop.listeners.append(published.append)
+        served.wait_generation(1)
+        with served.loop.state_lock:
+            state.remove_pod(("research", "train-8-0"))
+            model.generation = 2
+        answers = served.wait_generation(2)
+        assert answers.plan_generation == 1
+        assert scrape(served)["draplan_plan_generations_behind"][()] == 1
+        end = time.monotonic() + 60
+        while published[-1].plan_generation != 2 and time.monotonic() < end:
+            time.sleep(0.02)
+        latest = published[-1]
+        assert served.get("/v1/plan")[2] == latest.bodies["plan"]
+        assert scrape(served)["draplan_plan_generations_behind"][()] == 0
+    with served.loop.state_lock:
+        fresh = Auditor().audit(state, 2)
+    assert (latest.generation, latest.plan_generation) == (2, 2)
+    assert latest.bodies == fresh.bodies
+    assert [a.plan_generation for a in published] == [1] * (len(published) - 1) + [2]
 
 
 def test_a_failing_audit_keeps_the_last_answers() -> None:
@@ -361,6 +427,9 @@ def test_bad_flags_are_one_line_errors(run_cli: Any, tmp_path: Path) -> None:
     assert listen.code == 2 and "--listen" in listen.err and "Traceback" not in listen.err
     missing = run_cli("serve", "-f", str(tmp_path / "nothing.yaml"))
     assert missing.code == 2 and len(missing.err.strip().splitlines()) == 1
+    for share in ("0", "1.5", "half"):
+        bad = run_cli("serve", "-f", str(REALISTIC), "--plan-share", share)
+        assert bad.code == 2 and "--plan-share" in bad.err and "Traceback" not in bad.err
 
 
 def test_an_occupied_port_is_a_one_line_error(run_cli: Any) -> None:

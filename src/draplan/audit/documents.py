@@ -36,6 +36,14 @@ def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> di
         return {**metrics(state, memo).to_dict(), **pool_status_report(state, statuses)}
 
 
+def scale_up_document(state: ClusterState, autoscaler: Autoscaler) -> dict[str, Any]:
+    """The plan document's `scaleUp` alone: the nodes the plan adds, without the reasons, the
+    moves and the scale-down that `plan_document` adds to it. `state` is left as it was."""
+    with state.forked():
+        plan = autoscaler.plan(state, explain=False, scale_down=False)
+        return {"scaleUp": plan.to_dict()["scaleUp"]}
+
+
 def plan_document(
     state: ClusterState, autoscaler: Autoscaler, *, moves: bool = True, reasons: bool = True
 ) -> tuple[Plan, dict[str, Any]]:

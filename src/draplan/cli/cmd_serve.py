@@ -97,6 +97,15 @@ def parse_listen(value: str) -> tuple[str, int]:
     help="Audit again at most this often (only when the cluster changed).",
 )
 @click.option(
+    "--plan-share",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.5,
+    show_default=True,
+    metavar="FRACTION",
+    help="Largest share of the audit loop's time spent making scale plans (/v1/plan): after "
+    "a plan that took d seconds, the next waits d*(1-share)/share. 1 plans on every audit.",
+)
+@click.option(
     "--events",
     is_flag=True,
     help="Post an Event on a pending pod when its why-category changes (needs RBAC create "
@@ -131,6 +140,7 @@ def serve(
     filenames: tuple[str, ...],
     listen: str,
     audit_interval: float,
+    plan_share: float,
     events: bool,
     profile_path: str | None,
     allow_unredacted_snapshot: bool,
@@ -169,7 +179,13 @@ def serve(
     recorder = EventRecorder(poster) if poster else None
     listeners: tuple[Listener, ...] = (recorder,) if recorder else ()
     prices = load_prices(prices_path) if prices_path else None
-    loop = AuditLoop(model, Auditor(profile, prices=prices), audit_interval, registry, listeners)
+    loop = AuditLoop(
+        model,
+        Auditor(profile, prices=prices, plan_share=plan_share),
+        audit_interval,
+        registry,
+        listeners,
+    )
     api = Api(loop, model, Exposition(loop, model, registry), allow_unredacted_snapshot, redact_key)
     try:
         server = Server(address, api)

@@ -67,6 +67,17 @@ class HealthCollector(Collector):
             "Seconds since the current answers were published.",
             value=now - answers.published if answers is not None else 0.0,
         )
+        yield GaugeMetricFamily(
+            "draplan_plan_age_seconds",
+            "Seconds since the scale plan /v1/plan serves was made (plans are made at most as "
+            "often as --plan-share allows).",
+            value=now - answers.plan_published if answers is not None else 0.0,
+        )
+        yield GaugeMetricFamily(
+            "draplan_plan_generations_behind",
+            "Model generations the scale plan is older than the other answers.",
+            value=answers.generation - answers.plan_generation if answers is not None else 0,
+        )
         for name, help, value in (
             ("draplan_events_applied", "Watch events applied to the model.", health.events_applied),
             ("draplan_relists", "Full relists (after 410 Gone or a lost watch).", health.relists),

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from prometheus_client import CollectorRegistry, Histogram
 
@@ -52,7 +53,7 @@ class AuditLoop:
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(
             "draplan_audit_cycle_seconds",
-            "Time one audit takes (why, metrics and the scale plan).",
+            "Time one audit takes (why, metrics, the scale-up and, when made, the scale plan).",
             buckets=AUDIT_BUCKETS,
             registry=registry,
         )
@@ -77,23 +78,32 @@ class AuditLoop:
                 state, current = self.model.sync()
                 self.state = state
             answers = None
+            replanned = False
+            lock = self.state_lock
+            arrival = self.model.health().newest_event_arrival
             if current not in (generation, failed):
-                arrival = self.model.health().newest_event_arrival
-                try:
-                    answers = self.auditor.audit(state, current, self.state_lock)
-                except Exception:
-                    # A bug on some input: logged once per generation, the last answers stay up.
-                    log.exception(
-                        "audit of generation %d failed; keeping the last answers", current
-                    )
-                    self.errors += 1
+                answers = self._attempt(current, partial(self.auditor.audit, state, current, lock))
+                if answers is None:
+                    failed = current
+            elif (
+                self.answers is not None
+                and current != failed
+                and self.answers.plan_generation != current
+                and self.auditor.plan_due()
+            ):
+                # Quiet since the last audit, whose plan is older: the plan catches up.
+                replan = partial(self.auditor.replan, state, self.answers, lock)
+                answers = self._attempt(current, replan)
+                replanned = True
+                if answers is None:
                     failed = current
             if answers is None:
                 self._stop.wait(POLL_SECONDS)
                 continue
             generation = current
             self.answers = answers
-            self.lag = max(0.0, answers.published - arrival) if arrival else 0.0
+            if not replanned:
+                self.lag = max(0.0, answers.published - arrival) if arrival else 0.0
             self._cycle.observe(answers.seconds)
             for listener in self.listeners:
                 try:
@@ -102,3 +112,12 @@ class AuditLoop:
                     log.exception("a listener of the answers failed")
             next_audit = answers.published - answers.seconds + self.interval
             self._stop.wait(max(0.0, next_audit - time.monotonic()))
+
+    def _attempt(self, generation: int, audit: Callable[[], Answers]) -> Answers | None:
+        try:
+            return audit()
+        except Exception:
+            # A bug on some input: logged once per generation, the last answers stay up.
+            log.exception("audit of generation %d failed; keeping the last answers", generation)
+            self.errors += 1
+            return None

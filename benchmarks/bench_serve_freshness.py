@@ -7,8 +7,8 @@ An event that arrives after the audit loop's sync k-1 began is in the answers of
 latest, so each audit bounds the wait of the events it took by its publication minus the start of
 the sync before it; the figures are those bounds (p50, p99, max), an upper estimate of freshness.
 A scrape adds the formatting of the health series only (bench_serve: ~5 ms at 10,000 nodes).
-The scale plan (/v1/plan) is made at most as often as serve's default plan share allows; its
-freshness, bounded the same way, is reported beside.
+The scale plan (/v1/plan) comes from the planner process, as in `serve`; its freshness, bounded
+the same way, is reported beside.
 """
 
 from __future__ import annotations
@@ -38,13 +38,12 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(nodes: int, seconds: float, fill: float, plan_share: float) -> dict[str, Any]:
+def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
     fill = min(fill, 20_000 / (nodes * 8))
     remote = _Remote(nodes, 8, fill, seed=16)
     out: dict[str, Any] = {
         "nodes": nodes,
         "fill": fill,
-        "planShare": plan_share,
         "ratePerSecond": RATE,
         "seconds": seconds,
     }
@@ -62,7 +61,7 @@ def run(nodes: int, seconds: float, fill: float, plan_share: float) -> dict[str,
         model.sync = timed_sync  # type: ignore[method-assign]
         published: list[Answers] = []
         loop = AuditLoop(
-            model, Auditor(plan_share=plan_share), 0.0, CollectorRegistry(), (published.append,)
+            model, Auditor(plan_process=True), 0.0, CollectorRegistry(), (published.append,)
         )
         try:
             model.start()
@@ -124,6 +123,5 @@ if __name__ == "__main__":
     # The share of GPUs running pods at the start (at most 20,000 pods). At 0.5 every node sits
     # at the scale-down threshold: each is a candidate whose pods the plan tries elsewhere.
     parser.add_argument("--fill", type=float, default=0.5)
-    parser.add_argument("--plan-share", type=float, default=Auditor.plan_share)
     args = parser.parse_args()
-    print(json.dumps(run(args.nodes, args.seconds, args.fill, args.plan_share)))
+    print(json.dumps(run(args.nodes, args.seconds, args.fill)))

@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.meta import KubeStruct
-from draplan.cluster.incremental import IncrementalState
+from draplan.cluster.incremental import IncrementalState, MirrorState, changes_between
 from draplan.cluster.state import ClusterState, origin_key
 from generated_clusters import variant_universe
 from state_projection import projection, schedule_outcome
@@ -93,6 +94,34 @@ def test_any_event_sequence_ends_equal_to_a_fresh_load(
     fresh = _fresh(store)
     assert projection(state) == projection(fresh)
     assert schedule_outcome(state) == schedule_outcome(fresh)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    snapshots=st.lists(
+        st.lists(st.tuples(st.integers(0, len(UNIVERSE) - 1), st.integers(0, 3)), max_size=40),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_mirror_equals_a_fresh_load_of_each_set_of_objects(
+    snapshots: list[list[tuple[int, int]]],
+) -> None:
+    """Each set of objects, sent to a mirror as the changes from the set before, leaves it equal
+    to a fresh load of the set."""
+    mirror = MirrorState()
+    held: dict[Any, KubeStruct] = {}
+    for picks in snapshots:
+        store: dict[Any, KubeStruct] = {}
+        for i, v in picks:
+            obj = UNIVERSE[i][v % len(UNIVERSE[i])]
+            store[origin_key(obj)] = obj
+        held, changes = changes_between(held, [(o, "src") for o in store.values()])
+        assert held == store
+        state = mirror.apply(changes, DEFAULT_FEATURES)
+        fresh = _fresh(store)
+        assert projection(state) == projection(fresh)
+        assert schedule_outcome(state) == schedule_outcome(fresh)
 
 
 @settings(max_examples=30, deadline=None)

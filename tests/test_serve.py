@@ -192,7 +192,7 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
     """The auditor keeps its schedulers' evaluations between audits of one state: what it
     answers after changes is what a fresh auditor answers on the changed state."""
     state = realistic_state()
-    kept = Auditor(plan_share=1.0)  # a plan on every audit
+    kept = Auditor()
     kept.audit(state, 1)
     running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
     pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
@@ -213,42 +213,65 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
         assert later.plan_generation == generation
 
 
-def test_a_plan_waits_as_the_share_allows_and_the_rest_is_fresh(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Between plans, an audit's why, metrics and scale-up series are those of the changed
-    state; the plan is the last one made, and `replan` brings it up to date."""
-    import draplan.serve.answers as answers_module
+def _changes(state: ClusterState) -> Iterator[None]:
+    """Changes to `state` that change its plan: running pods go and come back in turn."""
+    running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
+    for key in running:
+        removed = state.pods[key]
+        state.remove_pod(key)
+        yield
+        state.put_pod(removed)
+        yield
 
-    now = [100.0]
-    real_plan_document = answers_module.plan_document
 
-    def plan_taking_a_second(*args: Any, **kwargs: Any) -> Any:
-        out = real_plan_document(*args, **kwargs)
-        now[0] += 1.0
-        return out
-
-    monkeypatch.setattr(answers_module.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(answers_module, "plan_document", plan_taking_a_second)
+def test_the_planner_process_plans_each_generation_as_a_fresh_auditor() -> None:
+    """Every answers' why, metrics and series are those of their own state; the plan they carry
+    is the plan a fresh auditor makes of the generation it names, and once the changes stop the
+    planner's plan of the last generation comes."""
     state = realistic_state()
-    auditor = Auditor(plan_share=0.5)
-    first = auditor.audit(state, 1)
-    assert (first.plan_generation, first.plan_published) == (1, 101.0)
-    assert not auditor.plan_due()  # made in 1 s: the next no sooner than 1 s later
-    state.remove_pod(("research", "train-8-0"))  # a pod the plan adds an h100 node for
-    second = auditor.audit(state, 2)
-    fresh = Auditor(plan_share=1.0).audit(state, 2)
-    assert second.plan_generation == 1 and second.bodies["plan"] == first.bodies["plan"]
-    assert second.bodies["plan"] != fresh.bodies["plan"]
-    assert {k: v for k, v in second.bodies.items() if k != "plan"} == {
-        k: v for k, v in fresh.bodies.items() if k != "plan"
-    }
-    assert second.series == fresh.series != first.series
-    now[0] += 1.0
-    assert auditor.plan_due()
-    caught_up = auditor.replan(state, second)
-    assert caught_up.plan_generation == 2 and caught_up.bodies == fresh.bodies
-    assert caught_up.series == second.series and caught_up.diagnoses == second.diagnoses
+    auditor = Auditor(plan_process=True)
+    fresh_plans: dict[int, bytes] = {}
+    named: list[int] = []
+    try:
+        for generation, _ in enumerate(_changes(state), start=1):
+            answers = auditor.audit(state, generation)
+            fresh = Auditor().audit(state, generation)
+            fresh_plans[generation] = fresh.bodies["plan"]
+            assert answers.bodies["why"] == fresh.bodies["why"]
+            assert answers.bodies["metrics"] == fresh.bodies["metrics"]
+            assert answers.series == fresh.series
+            assert answers.bodies["plan"] == fresh_plans[answers.plan_generation]
+            named.append(answers.plan_generation)
+        assert auditor.plan_behind(generation) or named[-1] == generation
+        end = time.monotonic() + 60
+        while answers.plan_generation != generation and time.monotonic() < end:
+            answers = auditor.take_plan(answers, 0.1)
+        assert answers.plan_generation == generation
+        assert answers.bodies["plan"] == fresh_plans[generation]
+        assert not auditor.plan_behind(generation) and auditor.plan_errors == 0
+    finally:
+        auditor.close()
+    assert named == sorted(named) and named[0] == 1  # the first audit waits for its plan
+    assert len(set(fresh_plans.values())) > 1  # the changes change the plan
+
+
+def test_a_planner_process_that_died_is_counted_and_started_again() -> None:
+    state = realistic_state()
+    auditor = Auditor(plan_process=True)
+    try:
+        auditor.audit(state, 1)
+        assert auditor._planner is not None
+        auditor._planner._process.kill()
+        auditor._planner._process.join()
+        state.remove_pod(("research", "train-8-0"))
+        answers = auditor.audit(state, 2)  # a new planner, sent the whole state
+        end = time.monotonic() + 60
+        while answers.plan_generation != 2 and time.monotonic() < end:
+            answers = auditor.take_plan(answers, 0.1)
+        assert answers.bodies["plan"] == Auditor().audit(state, 2).bodies["plan"]
+        assert auditor.plan_errors == 1
+    finally:
+        auditor.close()
 
 
 def test_health_endpoints(realistic: Served) -> None:
@@ -315,31 +338,30 @@ class FailingAuditor(Auditor):
         return super().audit(state, generation, lock)
 
 
-def test_the_loop_brings_the_plan_up_to_date_once_quiet() -> None:
+def test_the_loop_publishes_the_plan_once_made() -> None:
     state = realistic_state()
     model = ScriptedModel(state)
-    # After a plan of d seconds the next waits 49 d: the audit right after one makes none.
-    with serving(model, Auditor(plan_share=0.02)) as served:
+    with serving(model, Auditor(plan_process=True)) as served:
         published: list[Answers] = []
         served.loop.listeners.append(published.append)
         served.wait_generation(1)
         with served.loop.state_lock:
             state.remove_pod(("research", "train-8-0"))
             model.generation = 2
-        answers = served.wait_generation(2)
-        assert answers.plan_generation == 1
-        assert scrape(served)["draplan_plan_generations_behind"][()] == 1
         end = time.monotonic() + 60
-        while published[-1].plan_generation != 2 and time.monotonic() < end:
+        while (not published or published[-1].plan_generation != 2) and time.monotonic() < end:
             time.sleep(0.02)
         latest = published[-1]
         assert served.get("/v1/plan")[2] == latest.bodies["plan"]
-        assert scrape(served)["draplan_plan_generations_behind"][()] == 0
+        health = scrape(served)
+        assert health["draplan_plan_generations_behind"][()] == 0
+        assert health["draplan_plan_errors_total"][()] == 0
     with served.loop.state_lock:
         fresh = Auditor().audit(state, 2)
     assert (latest.generation, latest.plan_generation) == (2, 2)
     assert latest.bodies == fresh.bodies
-    assert [a.plan_generation for a in published] == [1] * (len(published) - 1) + [2]
+    second = [a for a in published if a.generation == 2]
+    assert second[-1].diagnoses is second[0].diagnoses  # the audit's answers, with the plan
 
 
 def test_a_failing_audit_keeps_the_last_answers() -> None:
@@ -427,9 +449,6 @@ def test_bad_flags_are_one_line_errors(run_cli: Any, tmp_path: Path) -> None:
     assert listen.code == 2 and "--listen" in listen.err and "Traceback" not in listen.err
     missing = run_cli("serve", "-f", str(tmp_path / "nothing.yaml"))
     assert missing.code == 2 and len(missing.err.strip().splitlines()) == 1
-    for share in ("0", "1.5", "half"):
-        bad = run_cli("serve", "-f", str(REALISTIC), "--plan-share", share)
-        assert bad.code == 2 and "--plan-share" in bad.err and "Traceback" not in bad.err
 
 
 def test_an_occupied_port_is_a_one_line_error(run_cli: Any) -> None:

@@ -328,3 +328,16 @@ def derive_pools(
     _from_karpenter(state, table, out, claimed, default_max_nodes)
     _from_labels(state, table, out, claimed, default_max_nodes)
     return out
+
+
+def derive_again(
+    state: ClusterState, before: Mapping[str, NodePool], prices: Mapping[str, str] | None = None
+) -> dict[str, NodePool]:
+    """For a state kept between passes (nodes come and go): take out the pools derived for
+    it `before`, and with no NodePool left, derive and add them again; the pools derived."""
+    for name, pool in before.items():
+        if state.node_pools.get(name) is pool:
+            del state.node_pools[name]
+    derived = {} if state.node_pools else derive_pools(state, prices).pools
+    state.node_pools.update(derived)
+    return derived

@@ -97,15 +97,6 @@ def parse_listen(value: str) -> tuple[str, int]:
     help="Audit again at most this often (only when the cluster changed).",
 )
 @click.option(
-    "--plan-share",
-    type=click.FloatRange(min=0, max=1, min_open=True),
-    default=0.5,
-    show_default=True,
-    metavar="FRACTION",
-    help="Largest share of the audit loop's time spent making scale plans (/v1/plan): after "
-    "a plan that took d seconds, the next waits d*(1-share)/share. 1 plans on every audit.",
-)
-@click.option(
     "--events",
     is_flag=True,
     help="Post an Event on a pending pod when its why-category changes (needs RBAC create "
@@ -140,7 +131,6 @@ def serve(
     filenames: tuple[str, ...],
     listen: str,
     audit_interval: float,
-    plan_share: float,
     events: bool,
     profile_path: str | None,
     allow_unredacted_snapshot: bool,
@@ -181,7 +171,7 @@ def serve(
     prices = load_prices(prices_path) if prices_path else None
     loop = AuditLoop(
         model,
-        Auditor(profile, prices=prices, plan_share=plan_share),
+        Auditor(profile, prices=prices, plan_process=True),
         audit_interval,
         registry,
         listeners,

@@ -13,7 +13,8 @@ views.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
@@ -196,3 +197,51 @@ class IncrementalState:
         for pid in pools:
             if not self._pool_slices.get(pid):
                 self._pool_slices.pop(pid, None)
+
+
+@dataclass(frozen=True)
+class Changes:
+    """How one set of objects became another: what to put (new, or a new instance of the same
+    key: objects are frozen values, so an unchanged one is the same instance) and the keys
+    that went."""
+
+    put: list[tuple[KubeStruct, str]]
+    gone: list[OriginKey]
+
+
+def changes_between(
+    held: Mapping[OriginKey, KubeStruct], objects: Iterable[tuple[KubeStruct, str]]
+) -> tuple[dict[OriginKey, KubeStruct], Changes]:
+    """The objects (with their sources) by key, and how `held` became them."""
+    now = {origin_key(obj): (obj, source) for obj, source in objects}
+    put = [pair for key, pair in now.items() if held.get(key) is not pair[0]]
+    gone = [key for key in held if key not in now]
+    return {key: obj for key, (obj, _) in now.items()}, Changes(put, gone)
+
+
+class MirrorState:
+    """A ClusterState of its own, kept equal to another's objects by `Changes`: work on it
+    (another process's) runs while the other state moves on."""
+
+    def __init__(self) -> None:
+        self._state: IncrementalState | None = None
+        self._objects: dict[OriginKey, tuple[KubeStruct, str]] = {}
+
+    def apply(self, changes: Changes, features: FeatureGates) -> ClusterState:
+        """The state once `changes` are in, under `features`."""
+        gone = [self._objects.pop(key)[0] for key in changes.gone if key in self._objects]
+        for obj, source in changes.put:
+            self._objects[origin_key(obj)] = (obj, source)
+        if (
+            self._state is None
+            or self._state.state.features != features
+            or any(needs_rebuild(obj) for obj, _ in changes.put)
+            or any(needs_rebuild(obj) for obj in gone)
+        ):
+            self._state = IncrementalState(self._objects.values(), features)
+            return self._state.flush()
+        for obj in gone:
+            self._state.delete(obj)
+        for obj, source in changes.put:
+            self._state.put(obj, source)
+        return self._state.flush()

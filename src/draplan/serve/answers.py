@@ -1,11 +1,10 @@
 """One audit of the cluster model: every answer `draplan serve` gives, computed together and
 published as one immutable value, so a request reads a consistent set without waiting.
 
-The scale plan is the exception in time, not in content: its scale-down simulates removing
-every under-used node in turn, most of an audit under churn, and nothing in `/metrics` reads
-it. So a plan is made in an audit only when the plan share allows (`Auditor.plan_share`); the
-answers in between carry the last plan, which names its own generation, and their scale-up
-series come from the scale-up alone, computed on every audit."""
+The scale plan is the exception in time, not in content: `draplan serve` makes it in a planner
+process of its own (`draplan.serve.planning`), and the answers carry the last plan made, which
+names its own generation; their scale-up series come from the scale-up alone, computed on every
+audit."""
 
 from __future__ import annotations
 
@@ -29,9 +28,10 @@ from draplan.audit.documents import (
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
-from draplan.autoscaler.derived import derive_pools
+from draplan.autoscaler.derived import derive_again
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
+from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
 
 DOCUMENTS = ("why", "metrics", "plan")
@@ -67,11 +67,9 @@ class Auditor:
     expanders: tuple[str, ...] = DEFAULT_EXPANDERS
     prices: Mapping[str, str] | None = None
     """The `--prices` table for pools derived from node groups."""
-    plan_share: float = 0.5
-    """The largest share of the audit thread's time that making plans takes: after a plan
-    that took d seconds, the next is made no sooner than d·(1 − share)/share later (1: on
-    every audit). Half by default, so no two audits in a row pay for one and an event waits
-    for at most one plan before `/metrics` shows it."""
+    plan_process: bool = False
+    """Make the scale plan in a planner process, as `draplan serve` does; else every audit
+    makes the plan of its own state, in the audit."""
     gangs_seen: dict[str, float] = field(default_factory=dict)
     """When each waiting gang was first seen waiting (wall clock), for gangs whose pods carry
     no creation time."""
@@ -83,87 +81,87 @@ class Auditor:
     _derived: dict[str, NodePool] = field(default_factory=dict, init=False, repr=False)
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
     _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
-    _plan: tuple[int, float, bytes] | None = field(default=None, init=False, repr=False)
-    """The last plan: its generation, when it was made, its document."""
-    _next_plan: float = field(default=0.0, init=False, repr=False)
+    _planner: PlanWorker | None = field(default=None, init=False, repr=False)
 
-    def _derive_pools(self, state: ClusterState) -> None:
-        """With no NodePool in the model, the pools `scale` and `why` derive from its node
-        groups, derived again each audit since nodes come and go."""
-        for name, pool in self._derived.items():
-            if state.node_pools.get(name) is pool:
-                del state.node_pools[name]
-        self._derived = {} if state.node_pools else derive_pools(state, self.prices).pools
-        state.node_pools.update(self._derived)
+    def __post_init__(self) -> None:
+        if self.plan_process:
+            self._planner = PlanWorker(self.profile, self.limits, self.expanders, self.prices)
 
-    def plan_due(self) -> bool:
-        """Whether the plan share allows making a plan now."""
-        return self._plan is None or time.monotonic() >= self._next_plan
+    @property
+    def plan_errors(self) -> int:
+        """Plans that failed and planner processes that died."""
+        return self._planner.errors if self._planner is not None else 0
+
+    def plan_behind(self, generation: int) -> bool:
+        """Whether the plan of `generation` is still to come from the planner."""
+        return self._planner is not None and self._planner.behind(generation)
+
+    def close(self) -> None:
+        """End the planner process, if any."""
+        if self._planner is not None:
+            self._planner.stop()
 
     def audit(
         self, state: ClusterState, generation: int, lock: threading.Lock | None = None
     ) -> Answers:
-        """The answers for `state`, with a plan made on it when `plan_due`; each step holds
-        `lock` (another reader of the state, the gRPC expander, then waits for one step, not
-        for the whole audit)."""
+        """The answers for `state`; each step holds `lock` (another reader of the state, the
+        gRPC expander, then waits for one step, not for the whole audit)."""
         with _collector_between_audits():
             return self._audit(state, generation, lock or nullcontext())
 
-    def replan(
-        self, state: ClusterState, answers: Answers, lock: threading.Lock | None = None
-    ) -> Answers:
-        """`answers` with a plan made on `state`, which is still the state they were made on
-        (the model has not changed since)."""
-        with _collector_between_audits(), lock or nullcontext():
-            start = time.monotonic()
-            self._make_plan(state, answers.generation)
-        assert self._plan is not None
-        generation, made, body = self._plan
-        return replace(
-            answers,
-            published=made,
-            seconds=made - start,
-            bodies={**answers.bodies, "plan": body},
-            plan_generation=generation,
-            plan_published=made,
-        )
+    def take_plan(self, answers: Answers, wait: float) -> Answers:
+        """`answers` with the newest plan the planner made since, waiting up to `wait` seconds
+        for one; `answers` themselves when none came."""
+        made = self._planner.take(wait) if self._planner is not None else None
+        return answers if made is None else _with_plan(answers, made)
 
     def _audit(
         self, state: ClusterState, generation: int, step: AbstractContextManager[Any]
     ) -> Answers:
         start = time.monotonic()
         autoscaler = self._autoscaler_for(state)
+        planner = self._planner
         with step:
-            self._derive_pools(state)
+            self._derived = derive_again(state, self._derived, self.prices)
             diagnoses = tuple(why(state, self.profile, self._placer))
         with step:
             metrics = metrics_document(state, self._metrics)
         with step:
-            if self.plan_due():
-                scale_up = self._make_plan(state, generation)
+            if planner is None:
+                _, plan = plan_document(state, autoscaler)
+                made = MadePlan(generation, time.monotonic(), 0.0, json_text(plan).encode())
+                scale_up = plan
             else:
                 scale_up = scale_up_document(state, autoscaler)
-        docs: dict[str, Any] = {"why": why_document(diagnoses), "metrics": metrics}
         with step:
             series = cluster_series(
                 state, diagnoses, metrics, scale_up, self._gang_waits(state), self._series
             )
             objects = state_objects(state)
-        assert self._plan is not None
-        plan_generation, plan_published, plan_body = self._plan
+            if planner is not None:
+                planner.send(state, generation, objects, self._derived)
+        docs = {"why": why_document(diagnoses), "metrics": metrics}
         bodies = {name: json_text(doc).encode() for name, doc in docs.items()}
+        if planner is not None:
+            planner.take()
+            # The first answers wait for the first plan: every answers carry one.
+            first = planner.made or planner.wait_for(generation)
+            if first is None:
+                raise RuntimeError("the planner process exited before its first plan")
+            made = first
         done = time.monotonic()
-        return Answers(
+        answers = Answers(
             generation=generation,
             published=done,
             seconds=done - start,
             diagnoses=diagnoses,
-            bodies={**bodies, "plan": plan_body},
+            bodies=bodies,
             series=series,
             objects=objects,
-            plan_generation=plan_generation,
-            plan_published=plan_published,
+            plan_generation=0,
+            plan_published=0.0,
         )
+        return _with_plan(answers, made)
 
     def _autoscaler_for(self, state: ClusterState) -> Autoscaler:
         # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
@@ -175,20 +173,20 @@ class Auditor:
             self._autoscaler = Autoscaler(self.profile, self.limits, self.expanders)
         return self._autoscaler
 
-    def _make_plan(self, state: ClusterState, generation: int) -> dict[str, Any]:
-        """Make the plan of `state`, keep it, and return its document."""
-        start = time.monotonic()
-        _, plan = plan_document(state, self._autoscaler_for(state))
-        made = time.monotonic()
-        self._plan = generation, made, json_text(plan).encode()
-        self._next_plan = made + (made - start) * (1 - self.plan_share) / self.plan_share
-        return plan
-
     def _gang_waits(self, state: ClusterState) -> list[float]:
         now = time.time()
         waiting = waiting_gangs(state)
         self.gangs_seen = {g: self.gangs_seen.get(g, now) for g in waiting}
         return [now - min(self.gangs_seen[g], created or now) for g, created in waiting.items()]
+
+
+def _with_plan(answers: Answers, made: MadePlan) -> Answers:
+    return replace(
+        answers,
+        bodies={**answers.bodies, "plan": made.body},
+        plan_generation=made.generation,
+        plan_published=made.published,
+    )
 
 
 @contextmanager

@@ -69,8 +69,8 @@ class HealthCollector(Collector):
         )
         yield GaugeMetricFamily(
             "draplan_plan_age_seconds",
-            "Seconds since the scale plan /v1/plan serves was made (plans are made at most as "
-            "often as --plan-share allows).",
+            "Seconds since the scale plan /v1/plan serves was made (by the planner process, "
+            "the newest generation it holds, one plan after another).",
             value=now - answers.plan_published if answers is not None else 0.0,
         )
         yield GaugeMetricFamily(
@@ -90,6 +90,11 @@ class HealthCollector(Collector):
                 "draplan_audit_errors",
                 "Audits that failed (the last answers stayed up).",
                 self.loop.errors,
+            ),
+            (
+                "draplan_plan_errors",
+                "Scale plans that failed and planner processes that died (the last plan stayed).",
+                self.loop.auditor.plan_errors,
             ),
         ):
             yield CounterMetricFamily(name, help, value=value)

@@ -53,7 +53,7 @@ class AuditLoop:
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(
             "draplan_audit_cycle_seconds",
-            "Time one audit takes (why, metrics, the scale-up and, when made, the scale plan).",
+            "Time one audit takes (why, metrics, scale-up and a slice of the scale plan).",
             buckets=AUDIT_BUCKETS,
             registry=registry,
         )
@@ -64,6 +64,7 @@ class AuditLoop:
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
         self._thread.join(timeout)
+        self.auditor.close()
 
     @property
     def alive(self) -> bool:
@@ -72,46 +73,45 @@ class AuditLoop:
     def _run(self) -> None:
         generation: int | None = None
         failed: int | None = None
-        next_audit = 0.0
         while not self._stop.is_set():
-            with self.state_lock:
+            lock = self.state_lock
+            with lock:
                 state, current = self.model.sync()
                 self.state = state
-            answers = None
-            replanned = False
-            lock = self.state_lock
+            if current in (generation, failed):
+                self._idle(POLL_SECONDS)
+                continue
             arrival = self.model.health().newest_event_arrival
-            if current not in (generation, failed):
-                answers = self._attempt(current, partial(self.auditor.audit, state, current, lock))
-                if answers is None:
-                    failed = current
-            elif (
-                self.answers is not None
-                and current != failed
-                and self.answers.plan_generation != current
-                and self.auditor.plan_due()
-            ):
-                # Quiet since the last audit, whose plan is older: the plan catches up.
-                replan = partial(self.auditor.replan, state, self.answers, lock)
-                answers = self._attempt(current, replan)
-                replanned = True
-                if answers is None:
-                    failed = current
+            answers = self._attempt(current, partial(self.auditor.audit, state, current, lock))
             if answers is None:
-                self._stop.wait(POLL_SECONDS)
+                failed = current
                 continue
             generation = current
-            self.answers = answers
-            if not replanned:
-                self.lag = max(0.0, answers.published - arrival) if arrival else 0.0
+            self.lag = max(0.0, answers.published - arrival) if arrival else 0.0
             self._cycle.observe(answers.seconds)
-            for listener in self.listeners:
-                try:
-                    listener(answers)
-                except Exception:
-                    log.exception("a listener of the answers failed")
-            next_audit = answers.published - answers.seconds + self.interval
-            self._stop.wait(max(0.0, next_audit - time.monotonic()))
+            self._publish(answers)
+            self._idle(answers.published - answers.seconds + self.interval - time.monotonic())
+
+    def _idle(self, seconds: float) -> None:
+        """Wait `seconds` (or until stopped), publishing the plans the planner makes meanwhile
+        with the answers they are late for."""
+        end = time.monotonic() + seconds
+        while not self._stop.is_set() and (remaining := end - time.monotonic()) > 0:
+            last = self.answers
+            if last is None or not self.auditor.plan_behind(last.generation):
+                self._stop.wait(remaining)
+                return
+            answers = self.auditor.take_plan(last, min(remaining, POLL_SECONDS))
+            if answers is not last:
+                self._publish(answers)
+
+    def _publish(self, answers: Answers) -> None:
+        self.answers = answers
+        for listener in self.listeners:
+            try:
+                listener(answers)
+            except Exception:
+                log.exception("a listener of the answers failed")
 
     def _attempt(self, generation: int, audit: Callable[[], Answers]) -> Answers | None:
         try:

@@ -1,0 +1,229 @@
+"""The scale plan of `draplan serve`, made in a process of its own.
+
+A plan's scale-down simulates removing every under-used node in turn: under churn most of an
+audit's time, and nothing in `/metrics` reads it. Made in the audit thread it would hold up
+every answer behind it; so a planner process keeps a mirror of the model's state (each audit
+sends it what changed) and plans the newest generation it holds, back to back, at a lower CPU
+priority (nice) than the audits. A plan it makes is exactly the plan of the generation it
+names: the mirror equals a fresh load of that generation's objects."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from draplan.api.codec import json_text
+from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.api.features import FeatureGates
+from draplan.api.meta import KubeStruct
+from draplan.audit.documents import plan_document
+from draplan.autoscaler import Autoscaler, Limits
+from draplan.autoscaler.derived import derive_again
+from draplan.cluster.incremental import Changes, MirrorState, changes_between
+from draplan.cluster.state import ClusterState, OriginKey
+from draplan.scheduler import Profile
+
+log = logging.getLogger(__name__)
+
+NICENESS = 10  # the planner's CPU weight is about a tenth of the audits' when both run
+
+
+@dataclass(frozen=True)
+class MadePlan:
+    generation: int
+    """The model's generation the plan is of."""
+    published: float
+    """`time.monotonic()` when the audit loop received it."""
+    seconds: float
+    """How long the planner took to make it."""
+    body: bytes
+    """The document, as `draplan scale -o json` prints it."""
+
+
+@dataclass(frozen=True)
+class _Settings:
+    profile: Profile
+    limits: Limits
+    expanders: tuple[str, ...]
+    prices: Mapping[str, str] | None
+
+
+class PlanWorker:
+    """The audit loop's side of the planner process: `send` each audit's state, `take` the
+    plans made. The process starts with the first `send`, and again after it died."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        limits: Limits,
+        expanders: tuple[str, ...],
+        prices: Mapping[str, str] | None,
+    ) -> None:
+        self._settings = _Settings(profile, limits, expanders, dict(prices or {}) or None)
+        self._context = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._to: Connection | None = None
+        self._from: Connection | None = None
+        self._held: dict[OriginKey, KubeStruct] = {}
+        self.made: MadePlan | None = None
+        self.errors = 0
+        """Plans that failed and planner processes that died."""
+
+    def send(
+        self,
+        state: ClusterState,
+        generation: int,
+        objects: Iterable[KubeStruct],
+        derived: Mapping[str, NodePool],
+    ) -> None:
+        """Hand the planner `state` at `generation` as the changes since the last send:
+        `objects` are those `state_objects` lists, of which the pools `derived` for `state` are
+        left out (the planner derives its own)."""
+        if self._process is not None and not self._process.is_alive():
+            self._lost()
+        if self._process is None:
+            self._start()
+        own = {id(pool) for pool in derived.values()}
+        taken = ((o, state.source_of(o)) for o in objects if id(o) not in own)
+        self._held, changes = changes_between(self._held, taken)
+        assert self._to is not None
+        self._to.send((generation, changes, state.features))
+
+    def behind(self, generation: int) -> bool:
+        """Whether the plan of `generation` is still to come."""
+        return self.made is None or self.made.generation != generation
+
+    def take(self, wait: float = 0.0) -> MadePlan | None:
+        """The newest plan the planner made since the last `take` (waiting up to `wait`
+        seconds for one), or None. A planner process that died is logged and counted; the next
+        `send` starts another."""
+        if self._from is None:
+            return None
+        newest = None
+        try:
+            while self._from.poll(wait if newest is None else 0):
+                kind, generation, payload, seconds = self._from.recv()
+                if kind == "plan":
+                    newest = MadePlan(generation, time.monotonic(), seconds, payload)
+                else:
+                    self.errors += 1
+                    log.error("the plan of generation %d failed:\n%s", generation, payload)
+        except (EOFError, OSError):
+            self._lost()
+        if newest is not None:
+            self.made = newest
+        return newest
+
+    def wait_for(self, generation: int) -> MadePlan | None:
+        """The plan of `generation` (or a later one) once made; None when the planner died."""
+        while self._from is not None and (self.made is None or self.made.generation < generation):
+            self.take(0.1)
+        return self.made if self.made is not None and self.made.generation >= generation else None
+
+    def stop(self, timeout: float = 0.5) -> None:
+        """End the planner process: it ends once its pipe closes between two plans, or is
+        killed after `timeout` seconds (a plan in hand is of no use any more)."""
+        process, self._process = self._process, None
+        self._close()
+        if process is not None:
+            process.join(timeout)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+    def _start(self) -> None:
+        down, self._to = self._context.Pipe(duplex=False)
+        self._from, up = self._context.Pipe(duplex=False)
+        self._process = self._context.Process(
+            target=_planner, args=(down, up, self._settings), name="draplan-planner", daemon=True
+        )
+        self._process.start()
+        down.close()
+        up.close()
+        self._held = {}  # a new process holds nothing yet
+
+    def _lost(self) -> None:
+        """The planner process died: counted and logged once; the next `send` starts another."""
+        process, self._process = self._process, None
+        self._close()
+        if process is None:  # stopped meanwhile
+            return
+        self.errors += 1
+        process.join(1.0)
+        log.error("the planner process exited (code %s)", process.exitcode)
+
+    def _close(self) -> None:
+        for conn in (self._to, self._from):
+            if conn is not None:
+                conn.close()
+        self._to = self._from = None
+
+
+def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None:
+    """The planner process: apply each state sent, and plan the newest whenever it is ahead
+    of the last plan made."""
+    os.nice(NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is the parent's to handle
+    received: deque[tuple[int, Changes, FeatureGates] | None] = deque()
+    arrived = threading.Condition()
+
+    def receive() -> None:
+        # A thread of its own reads the pipe while a plan is made, so the audit loop's
+        # sends never wait for a plan to end.
+        while True:
+            try:
+                message = inbox.recv()
+            except (EOFError, OSError):
+                message = None
+            with arrived:
+                received.append(message)
+                arrived.notify()
+            if message is None:
+                return
+
+    threading.Thread(target=receive, name="draplan-planner-inbox", daemon=True).start()
+    mirror = MirrorState()
+    derived: dict[str, NodePool] = {}
+    kept: tuple[ClusterState, Autoscaler] | None = None
+    planned = 0
+    state: ClusterState | None = None
+    generation = 0
+    while True:
+        with arrived:
+            while not received:
+                arrived.wait()
+            messages = list(received)
+            received.clear()
+        for message in messages:
+            if message is None:
+                return
+            generation, changes, features = message
+            state = mirror.apply(changes, features)
+        if state is None or generation == planned:
+            continue
+        derived = derive_again(state, derived, settings.prices)
+        # Kept while the mirror keeps its state: evaluations are cached per node version.
+        # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
+        # unlike `draplan scale` on the same objects.
+        if kept is None or kept[0] is not state or settings.profile.ties == "random":
+            kept = state, Autoscaler(settings.profile, settings.limits, settings.expanders)
+        start = time.monotonic()
+        try:
+            _, doc = plan_document(state, kept[1])
+            outbox.send(("plan", generation, json_text(doc).encode(), time.monotonic() - start))
+        except (BrokenPipeError, OSError):
+            return
+        except Exception:
+            kept = None
+            outbox.send(("error", generation, traceback.format_exc(), 0.0))
+        planned = generation

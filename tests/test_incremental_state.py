@@ -110,14 +110,14 @@ def test_a_mirror_equals_a_fresh_load_of_each_set_of_objects(
     """Each set of objects, sent to a mirror as the changes from the set before, leaves it equal
     to a fresh load of the set."""
     mirror = MirrorState()
-    held: dict[Any, KubeStruct] = {}
+    held: dict[int, KubeStruct] = {}
     for picks in snapshots:
         store: dict[Any, KubeStruct] = {}
         for i, v in picks:
             obj = UNIVERSE[i][v % len(UNIVERSE[i])]
             store[origin_key(obj)] = obj
-        held, changes = changes_between(held, [(o, "src") for o in store.values()])
-        assert held == store
+        held, changes = changes_between(held, store.values(), lambda _: "src")
+        assert {origin_key(o): o for o in held.values()} == store
         state = mirror.apply(changes, DEFAULT_FEATURES)
         fresh = _fresh(store)
         assert projection(state) == projection(fresh)

@@ -13,7 +13,7 @@ views.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Node, Pod
@@ -201,22 +201,29 @@ class IncrementalState:
 
 @dataclass(frozen=True)
 class Changes:
-    """How one set of objects became another: what to put (new, or a new instance of the same
-    key: objects are frozen values, so an unchanged one is the same instance) and the keys
-    that went."""
+    """How one set of objects became another: the objects to put (new ones, and new instances
+    of a key: objects are frozen values, so an unchanged one is the same instance), with their
+    sources, and the keys that went."""
 
     put: list[tuple[KubeStruct, str]]
     gone: list[OriginKey]
 
 
+Held = dict[int, KubeStruct]
+"""A set of objects by identity (holding them keeps their ids unique)."""
+
+
 def changes_between(
-    held: Mapping[OriginKey, KubeStruct], objects: Iterable[tuple[KubeStruct, str]]
-) -> tuple[dict[OriginKey, KubeStruct], Changes]:
-    """The objects (with their sources) by key, and how `held` became them."""
-    now = {origin_key(obj): (obj, source) for obj, source in objects}
-    put = [pair for key, pair in now.items() if held.get(key) is not pair[0]]
-    gone = [key for key in held if key not in now]
-    return {key: obj for key, (obj, _) in now.items()}, Changes(put, gone)
+    held: Held, objects: Iterable[KubeStruct], source_of: Callable[[KubeStruct], str]
+) -> tuple[Held, Changes]:
+    """`objects` as held, and how `held` became them; only what changed is keyed and sourced,
+    so the cost over unchanged objects is one identity lookup each."""
+    now = {id(obj): obj for obj in objects}
+    put = [obj for i, obj in now.items() if i not in held]
+    renewed = {origin_key(obj) for obj in put}
+    went = (origin_key(obj) for i, obj in held.items() if i not in now)
+    gone = [key for key in went if key not in renewed]
+    return now, Changes([(obj, source_of(obj)) for obj in put], gone)
 
 
 class MirrorState:

@@ -29,8 +29,8 @@ from draplan.api.meta import KubeStruct
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import Autoscaler, Limits
 from draplan.autoscaler.derived import derive_again
-from draplan.cluster.incremental import Changes, MirrorState, changes_between
-from draplan.cluster.state import ClusterState, OriginKey
+from draplan.cluster.incremental import Changes, Held, MirrorState, changes_between
+from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class PlanWorker:
         self._process: Any = None
         self._to: Connection | None = None
         self._from: Connection | None = None
-        self._held: dict[OriginKey, KubeStruct] = {}
+        self._held: Held = {}
         self.made: MadePlan | None = None
         self.errors = 0
         """Plans that failed and planner processes that died."""
@@ -94,8 +94,8 @@ class PlanWorker:
         if self._process is None:
             self._start()
         own = {id(pool) for pool in derived.values()}
-        taken = ((o, state.source_of(o)) for o in objects if id(o) not in own)
-        self._held, changes = changes_between(self._held, taken)
+        taken = (o for o in objects if id(o) not in own)
+        self._held, changes = changes_between(self._held, taken, state.source_of)
         assert self._to is not None
         self._to.send((generation, changes, state.features))
 

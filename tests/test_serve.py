@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import DATA
 from draplan.cluster.state import ClusterState
+from draplan.scheduler import build_profile
 from draplan.serve.answers import Answers, Auditor
 from draplan.serve.api import Api, Response
 from draplan.serve.exposition import Exposition
@@ -35,6 +36,7 @@ from draplan.serve.loop import AuditLoop
 from draplan.serve.model import ClusterModel, ModelHealth
 from draplan.serve.static import StaticClusterModel
 from draplan.sources import load_objects
+from planner_faults import FailsInThePlanner
 
 REALISTIC = DATA / "realistic"
 
@@ -336,6 +338,18 @@ class FailingAuditor(Auditor):
         if generation == 2:
             raise RuntimeError("a bug")
         return super().audit(state, generation, lock)
+
+
+def test_a_plan_that_fails_is_counted_and_a_first_one_fails_the_audit() -> None:
+    profile = build_profile()
+    profile = dataclasses.replace(profile, scores=(*profile.scores, (FailsInThePlanner(), 1)))
+    auditor = Auditor(profile, plan_process=True)
+    try:
+        with pytest.raises(RuntimeError, match="no first plan"):
+            auditor.audit(realistic_state(), 1)
+        assert auditor.plan_errors == 1
+    finally:
+        auditor.close()
 
 
 def test_the_loop_publishes_the_plan_once_made() -> None:

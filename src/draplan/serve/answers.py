@@ -52,7 +52,7 @@ class Answers:
     plan_generation: int
     """The generation the plan document (`bodies["plan"]`) was made on; at most `generation`."""
     plan_published: float
-    """`time.monotonic()` when that plan was made."""
+    """`time.monotonic()` when that plan was made (received from the planner process)."""
     series: tuple[Family, ...]
     objects: tuple[KubeStruct, ...]
     """The objects the answers are about (for `/v1/snapshot`; frozen values, shared)."""
@@ -147,7 +147,7 @@ class Auditor:
             # The first answers wait for the first plan: every answers carry one.
             first = planner.made or planner.wait_for(generation)
             if first is None:
-                raise RuntimeError("the planner process exited before its first plan")
+                raise RuntimeError("no first plan: it failed, or the planner process exited")
             made = first
         done = time.monotonic()
         answers = Answers(

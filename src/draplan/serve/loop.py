@@ -7,7 +7,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from functools import partial
 
 from prometheus_client import CollectorRegistry, Histogram
 
@@ -53,7 +52,7 @@ class AuditLoop:
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(
             "draplan_audit_cycle_seconds",
-            "Time one audit takes (why, metrics, scale-up and a slice of the scale plan).",
+            "Time one audit takes (why, metrics and the scale-up; the plan is made apart).",
             buckets=AUDIT_BUCKETS,
             registry=registry,
         )
@@ -82,8 +81,12 @@ class AuditLoop:
                 self._idle(POLL_SECONDS)
                 continue
             arrival = self.model.health().newest_event_arrival
-            answers = self._attempt(current, partial(self.auditor.audit, state, current, lock))
-            if answers is None:
+            try:
+                answers = self.auditor.audit(state, current, lock)
+            except Exception:
+                # A bug on some input: logged once per generation, the last answers stay up.
+                log.exception("audit of generation %d failed; keeping the last answers", current)
+                self.errors += 1
                 failed = current
                 continue
             generation = current
@@ -112,12 +115,3 @@ class AuditLoop:
                 listener(answers)
             except Exception:
                 log.exception("a listener of the answers failed")
-
-    def _attempt(self, generation: int, audit: Callable[[], Answers]) -> Answers | None:
-        try:
-            return audit()
-        except Exception:
-            # A bug on some input: logged once per generation, the last answers stay up.
-            log.exception("audit of generation %d failed; keeping the last answers", generation)
-            self.errors += 1
-            return None

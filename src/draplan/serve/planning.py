@@ -76,6 +76,7 @@ class PlanWorker:
         self._from: Connection | None = None
         self._held: Held = {}
         self.made: MadePlan | None = None
+        self._failed = 0  # the newest generation whose plan failed
         self.errors = 0
         """Plans that failed and planner processes that died."""
 
@@ -100,8 +101,8 @@ class PlanWorker:
         self._to.send((generation, changes, state.features))
 
     def behind(self, generation: int) -> bool:
-        """Whether the plan of `generation` is still to come."""
-        return self.made is None or self.made.generation != generation
+        """Whether the plan of `generation` is still to come (from a planner that runs)."""
+        return self._from is not None and (self.made is None or self.made.generation != generation)
 
     def take(self, wait: float = 0.0) -> MadePlan | None:
         """The newest plan the planner made since the last `take` (waiting up to `wait`
@@ -117,6 +118,7 @@ class PlanWorker:
                     newest = MadePlan(generation, time.monotonic(), seconds, payload)
                 else:
                     self.errors += 1
+                    self._failed = generation
                     log.error("the plan of generation %d failed:\n%s", generation, payload)
         except (EOFError, OSError):
             self._lost()
@@ -125,8 +127,13 @@ class PlanWorker:
         return newest
 
     def wait_for(self, generation: int) -> MadePlan | None:
-        """The plan of `generation` (or a later one) once made; None when the planner died."""
-        while self._from is not None and (self.made is None or self.made.generation < generation):
+        """The plan of `generation` (or a later one) once made; None when it failed or the
+        planner died."""
+        while (
+            self._from is not None
+            and self._failed < generation
+            and (self.made is None or self.made.generation < generation)
+        ):
             self.take(0.1)
         return self.made if self.made is not None and self.made.generation >= generation else None
 

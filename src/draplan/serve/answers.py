@@ -53,6 +53,8 @@ class Answers:
     """The generation the plan document (`bodies["plan"]`) was made on; at most `generation`."""
     plan_published: float
     """`time.monotonic()` when that plan was made (received from the planner process)."""
+    plan_seconds: float
+    """How long making that plan took."""
     series: tuple[Family, ...]
     objects: tuple[KubeStruct, ...]
     """The objects the answers are about (for `/v1/snapshot`; frozen values, shared)."""
@@ -128,8 +130,10 @@ class Auditor:
             metrics = metrics_document(state, self._metrics)
         with step:
             if planner is None:
+                began = time.monotonic()
                 _, plan = plan_document(state, autoscaler)
-                made = MadePlan(generation, time.monotonic(), 0.0, json_text(plan).encode())
+                done = time.monotonic()
+                made = MadePlan(generation, done, done - began, json_text(plan).encode())
                 scale_up = plan
             else:
                 scale_up = scale_up_document(state, autoscaler)
@@ -160,6 +164,7 @@ class Auditor:
             objects=objects,
             plan_generation=0,
             plan_published=0.0,
+            plan_seconds=0.0,
         )
         return _with_plan(answers, made)
 
@@ -186,6 +191,7 @@ def _with_plan(answers: Answers, made: MadePlan) -> Answers:
         bodies={**answers.bodies, "plan": made.body},
         plan_generation=made.generation,
         plan_published=made.published,
+        plan_seconds=made.seconds,
     )
 
 

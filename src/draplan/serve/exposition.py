@@ -74,6 +74,11 @@ class HealthCollector(Collector):
             value=now - answers.plan_published if answers is not None else 0.0,
         )
         yield GaugeMetricFamily(
+            "draplan_plan_seconds",
+            "How long making that plan took.",
+            value=answers.plan_seconds if answers is not None else 0.0,
+        )
+        yield GaugeMetricFamily(
             "draplan_plan_generations_behind",
             "Model generations the scale plan is older than the other answers.",
             value=answers.generation - answers.plan_generation if answers is not None else 0,

@@ -43,9 +43,9 @@ class MadePlan:
     generation: int
     """The model's generation the plan is of."""
     published: float
-    """`time.monotonic()` when the audit loop received it."""
+    """`time.monotonic()` when it was made (received, from the planner process)."""
     seconds: float
-    """How long the planner took to make it."""
+    """How long making it took."""
     body: bytes
     """The document, as `draplan scale -o json` prints it."""
 

@@ -53,7 +53,7 @@ def start_expander(
     profile: Profile,
 ) -> grpc.Server:
     """CA's gRPC expander answering from the audit loop's state, under its lock (a call waits
-    for the step of an audit in progress: why, metrics or the plan). Before the first sync an
+    for the step of an audit in progress: why, metrics or the scale-up). Before the first sync an
     empty cluster answers: no option fits, so CA falls back to its next expander."""
     from draplan.cluster.state import ClusterState
     from draplan.grpcplugin.judge import Judge

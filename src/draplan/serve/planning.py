@@ -98,7 +98,10 @@ class PlanWorker:
         taken = (o for o in objects if id(o) not in own)
         self._held, changes = changes_between(self._held, taken, state.source_of)
         assert self._to is not None
-        self._to.send((generation, changes, state.features))
+        try:
+            self._to.send((generation, changes, state.features))
+        except OSError:  # it died since: the next send starts another
+            self._lost()
 
     def behind(self, generation: int) -> bool:
         """Whether the plan of `generation` is still to come (from a planner that runs)."""

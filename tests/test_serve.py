@@ -257,6 +257,14 @@ def test_the_planner_process_plans_each_generation_as_a_fresh_auditor() -> None:
     assert len(set(fresh_plans.values())) > 1  # the changes change the plan
 
 
+def _planned(auditor: Auditor, answers: Answers, generation: int) -> Answers:
+    """`answers` once they carry the planner's plan of `generation`."""
+    end = time.monotonic() + 60
+    while answers.plan_generation != generation and time.monotonic() < end:
+        answers = auditor.take_plan(answers, 0.1)
+    return answers
+
+
 def test_a_planner_process_that_died_is_counted_and_started_again() -> None:
     state = realistic_state()
     auditor = Auditor(plan_process=True)
@@ -266,12 +274,36 @@ def test_a_planner_process_that_died_is_counted_and_started_again() -> None:
         auditor._planner._process.kill()
         auditor._planner._process.join()
         state.remove_pod(("research", "train-8-0"))
-        answers = auditor.audit(state, 2)  # a new planner, sent the whole state
-        end = time.monotonic() + 60
-        while answers.plan_generation != 2 and time.monotonic() < end:
-            answers = auditor.take_plan(answers, 0.1)
+        # No planner runs: the audit makes the plan, until the next planner is due (1 s).
+        answers = auditor.audit(state, 2)
+        assert answers.plan_generation == 2 and not auditor.plan_behind(2)
         assert answers.bodies["plan"] == Auditor().audit(state, 2).bodies["plan"]
         assert auditor.plan_errors == 1
+        time.sleep(1.5)
+        state.remove_pod(("research", "batch-l4-0"))
+        answers = _planned(auditor, auditor.audit(state, 3), 3)  # a new planner, whole state
+        assert answers.bodies["plan"] == Auditor().audit(state, 3).bodies["plan"]
+        assert auditor.plan_errors == 1
+    finally:
+        auditor.close()
+
+
+def test_a_planner_that_cannot_run_leaves_the_plans_to_the_audits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The spawned process runs os._exit with the planner's arguments: it exits at once.
+    monkeypatch.setattr("draplan.serve.planning._planner", os._exit)
+    monkeypatch.setattr("draplan.serve.planning.RESTART_SECONDS", 600.0)
+    state = realistic_state()
+    auditor = Auditor(plan_process=True)
+    try:
+        for generation, _ in enumerate(_changes(state), start=1):
+            answers = auditor.audit(state, generation)
+            assert answers.plan_generation == generation
+            assert answers.bodies == Auditor().audit(state, generation).bodies
+            if generation == 4:
+                break
+        assert auditor.plan_errors == 1  # not started again before its back-off ends
     finally:
         auditor.close()
 
@@ -340,14 +372,15 @@ class FailingAuditor(Auditor):
         return super().audit(state, generation, lock)
 
 
-def test_a_plan_that_fails_is_counted_and_a_first_one_fails_the_audit() -> None:
+def test_a_first_plan_that_fails_in_the_planner_is_made_by_the_audit() -> None:
     profile = build_profile()
     profile = dataclasses.replace(profile, scores=(*profile.scores, (FailsInThePlanner(), 1)))
     auditor = Auditor(profile, plan_process=True)
+    state = realistic_state()
     try:
-        with pytest.raises(RuntimeError, match="no first plan"):
-            auditor.audit(realistic_state(), 1)
-        assert auditor.plan_errors == 1
+        answers = auditor.audit(state, 1)
+        assert answers.plan_generation == 1 and auditor.plan_errors == 1
+        assert answers.bodies == Auditor(profile).audit(state, 1).bodies
     finally:
         auditor.close()
 

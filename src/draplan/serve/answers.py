@@ -84,6 +84,8 @@ class Auditor:
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
     _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
     _planner: PlanWorker | None = field(default=None, init=False, repr=False)
+    _made: MadePlan | None = field(default=None, init=False, repr=False)
+    """The newest plan, the planner's or an audit's."""
 
     def __post_init__(self) -> None:
         if self.plan_process:
@@ -95,8 +97,12 @@ class Auditor:
         return self._planner.errors if self._planner is not None else 0
 
     def plan_behind(self, generation: int) -> bool:
-        """Whether the plan of `generation` is still to come from the planner."""
-        return self._planner is not None and self._planner.behind(generation)
+        """Whether the plan of `generation` is still to come from a planner that runs."""
+        return (
+            self._planner is not None
+            and self._planner.running
+            and (self._made is None or self._made.generation != generation)
+        )
 
     def close(self) -> None:
         """End the planner process, if any."""
@@ -115,7 +121,7 @@ class Auditor:
         """`answers` with the newest plan the planner made since, waiting up to `wait` seconds
         for one; `answers` themselves when none came."""
         made = self._planner.take(wait) if self._planner is not None else None
-        return answers if made is None else _with_plan(answers, made)
+        return answers if made is None or not self._newer(made) else _with_plan(answers, made)
 
     def _audit(
         self, state: ClusterState, generation: int, step: AbstractContextManager[Any]
@@ -129,30 +135,34 @@ class Auditor:
         with step:
             metrics = metrics_document(state, self._metrics)
         with step:
-            if planner is None:
-                began = time.monotonic()
-                _, plan = plan_document(state, autoscaler)
-                done = time.monotonic()
-                made = MadePlan(generation, done, done - began, json_text(plan).encode())
-                scale_up = plan
-            else:
+            objects = state_objects(state)
+            # Unless a planner took this state, the audit makes the plan itself.
+            sent = planner is not None and planner.send(state, generation, objects, self._derived)
+            if sent:
                 scale_up = scale_up_document(state, autoscaler)
+            else:
+                made, scale_up = _plan_of(state, generation, autoscaler)
+                self._made = made
         with step:
             series = cluster_series(
                 state, diagnoses, metrics, scale_up, self._gang_waits(state), self._series
             )
-            objects = state_objects(state)
-            if planner is not None:
-                planner.send(state, generation, objects, self._derived)
         docs = {"why": why_document(diagnoses), "metrics": metrics}
         bodies = {name: json_text(doc).encode() for name, doc in docs.items()}
-        if planner is not None:
-            planner.take()
-            # The first answers wait for the first plan: every answers carry one.
-            first = planner.made or planner.wait_for(generation)
-            if first is None:
-                raise RuntimeError("no first plan: it failed, or the planner process exited")
-            made = first
+        if sent:
+            assert planner is not None
+            newest = planner.take()
+            if newest is not None:
+                self._newer(newest)
+            if self._made is None:
+                # The first answers wait for the first plan: every answers carry one; when the
+                # planner makes none (it failed, or the process died), the audit makes it.
+                first = planner.wait_for(generation)
+                if first is None:
+                    with step:
+                        first, _ = _plan_of(state, generation, autoscaler)
+                self._made = first
+            made = self._made
         done = time.monotonic()
         answers = Answers(
             generation=generation,
@@ -167,6 +177,13 @@ class Auditor:
             plan_seconds=0.0,
         )
         return _with_plan(answers, made)
+
+    def _newer(self, made: MadePlan) -> bool:
+        """Keep `made` if it is newer than the plan kept; whether it was."""
+        if self._made is not None and made.generation <= self._made.generation:
+            return False
+        self._made = made
+        return True
 
     def _autoscaler_for(self, state: ClusterState) -> Autoscaler:
         # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
@@ -183,6 +200,16 @@ class Auditor:
         waiting = waiting_gangs(state)
         self.gangs_seen = {g: self.gangs_seen.get(g, now) for g in waiting}
         return [now - min(self.gangs_seen[g], created or now) for g, created in waiting.items()]
+
+
+def _plan_of(
+    state: ClusterState, generation: int, autoscaler: Autoscaler
+) -> tuple[MadePlan, dict[str, Any]]:
+    """The plan of `state`, made here, and its document."""
+    began = time.monotonic()
+    _, doc = plan_document(state, autoscaler)
+    done = time.monotonic()
+    return MadePlan(generation, done, done - began, json_text(doc).encode()), doc
 
 
 def _with_plan(answers: Answers, made: MadePlan) -> Answers:

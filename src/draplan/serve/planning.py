@@ -36,6 +36,10 @@ from draplan.scheduler import Profile
 log = logging.getLogger(__name__)
 
 NICENESS = 10  # the planner's CPU weight is about a tenth of the audits' when both run
+# After a planner process died, the next starts no sooner than this, doubled at each death in
+# a row up to the most (a planner that cannot run is not started again on every audit).
+RESTART_SECONDS = 1.0
+MOST_RESTART_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ class _Settings:
 
 class PlanWorker:
     """The audit loop's side of the planner process: `send` each audit's state, `take` the
-    plans made. The process starts with the first `send`, and again after it died."""
+    plans made. The process starts with the first `send`, and again after it died (backing
+    off while it keeps dying)."""
 
     def __init__(
         self,
@@ -77,6 +82,8 @@ class PlanWorker:
         self._held: Held = {}
         self.made: MadePlan | None = None
         self._failed = 0  # the newest generation whose plan failed
+        self._restart_at = 0.0
+        self._backoff = RESTART_SECONDS
         self.errors = 0
         """Plans that failed and planner processes that died."""
 
@@ -86,13 +93,16 @@ class PlanWorker:
         generation: int,
         objects: Iterable[KubeStruct],
         derived: Mapping[str, NodePool],
-    ) -> None:
+    ) -> bool:
         """Hand the planner `state` at `generation` as the changes since the last send:
         `objects` are those `state_objects` lists, of which the pools `derived` for `state` are
-        left out (the planner derives its own)."""
+        left out (the planner derives its own). False when no planner runs to take it (one
+        died, and the next is not due yet)."""
         if self._process is not None and not self._process.is_alive():
             self._lost()
         if self._process is None:
+            if time.monotonic() < self._restart_at:
+                return False
             self._start()
         own = {id(pool) for pool in derived.values()}
         taken = (o for o in objects if id(o) not in own)
@@ -100,12 +110,15 @@ class PlanWorker:
         assert self._to is not None
         try:
             self._to.send((generation, changes, state.features))
-        except OSError:  # it died since: the next send starts another
+        except OSError:  # it died since
             self._lost()
+            return False
+        return True
 
-    def behind(self, generation: int) -> bool:
-        """Whether the plan of `generation` is still to come (from a planner that runs)."""
-        return self._from is not None and (self.made is None or self.made.generation != generation)
+    @property
+    def running(self) -> bool:
+        """Whether a planner process runs (as far as the last send or take knows)."""
+        return self._from is not None
 
     def take(self, wait: float = 0.0) -> MadePlan | None:
         """The newest plan the planner made since the last `take` (waiting up to `wait`
@@ -127,6 +140,7 @@ class PlanWorker:
             self._lost()
         if newest is not None:
             self.made = newest
+            self._backoff = RESTART_SECONDS
         return newest
 
     def wait_for(self, generation: int) -> MadePlan | None:
@@ -170,7 +184,14 @@ class PlanWorker:
             return
         self.errors += 1
         process.join(1.0)
-        log.error("the planner process exited (code %s)", process.exitcode)
+        self._restart_at = time.monotonic() + self._backoff
+        log.error(
+            "the planner process exited (code %s); the next in %.0f s, plans made in the "
+            "audits meanwhile",
+            process.exitcode,
+            self._backoff,
+        )
+        self._backoff = min(2 * self._backoff, MOST_RESTART_SECONDS)
 
     def _close(self) -> None:
         for conn in (self._to, self._from):

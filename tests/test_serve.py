@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -114,6 +115,23 @@ def test_documents_are_the_clis_bytes(
     status, ctype, body = realistic.get(path)
     assert (status, ctype) == (200, "application/json")
     assert body.decode() == cli.out
+
+
+def test_documents_name_the_generation_they_were_made_on() -> None:
+    answers = Auditor().audit(realistic_state(), 5)
+    late = dataclasses.replace(answers, plan_generation=3)  # the plan of an older generation
+    loop = types.SimpleNamespace(answers=late)
+    api = Api(loop, StaticClusterModel(realistic_state()), None)  # type: ignore[arg-type]
+    for path, generation in (
+        ("/v1/why", "5"),
+        ("/v1/why?namespace=research", "5"),
+        ("/v1/metrics", "5"),
+        ("/v1/snapshot", "5"),
+        ("/v1/plan", "3"),
+    ):
+        response = api.handle("GET", *path.partition("?")[::2])
+        assert response.status == 200
+        assert dict(response.headers)["Draplan-Generation"] == generation, path
 
 
 def test_why_of_one_namespace_and_one_pod(realistic: Served, run_cli: Any) -> None:

@@ -21,6 +21,8 @@ from draplan.sources.kuberedact import snapshot_document
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
+# The model generation a document was made on: the plan's may be older than the others'.
+GENERATION = "Draplan-Generation"
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class Api:
         answers = self._answers()
         if isinstance(answers, Response):
             return answers
-        return Response(200, JSON, answers.bodies[name])
+        return Response(200, JSON, answers.bodies[name], _generation(answers, name))
 
     def why(self, request: Request) -> Response:
         namespace = request.query.get("namespace", [""])[-1]
@@ -122,7 +124,7 @@ class Api:
         doc = why_document(answers.diagnoses, shown)
         if pod and not doc["pods"]:
             return error(404, f"no pending pod {namespace or '*'}/{pod}")
-        return Response(200, JSON, json_text(doc).encode())
+        return Response(200, JSON, json_text(doc).encode(), _generation(answers, "why"))
 
     def snapshot(self, request: Request) -> Response:
         redact = request.query.get("redact", ["true"])[-1].lower() not in ("false", "0", "no")
@@ -134,7 +136,13 @@ class Api:
         items = [encode(obj) for obj in answers.objects]
         doc = snapshot_document(items, redact=redact, key=self.redact_key)
         # As `draplan snapshot -o json` writes it.
-        return Response(200, JSON, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+        body = msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
+        return Response(200, JSON, body, _generation(answers, "snapshot"))
+
+
+def _generation(answers: Answers, document: str) -> tuple[tuple[str, str]]:
+    generation = answers.plan_generation if document == "plan" else answers.generation
+    return ((GENERATION, str(generation)),)
 
 
 Route = Callable[[Api, Request], Response]

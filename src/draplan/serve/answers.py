@@ -2,17 +2,16 @@
 published as one immutable value, so a request reads a consistent set without waiting.
 
 The scale plan is the exception in time, not in content: `draplan serve` makes it in a planner
-process of its own (`draplan.serve.planning`), and the answers carry the last plan made, which
+process of its own (`draplan.serve.planning`), and the answers carry the newest plan made, which
 names its own generation; their scale-up series come from the scale-up alone, computed on every
-audit."""
+audit. Without a planner (as in the tests, or while it is down) each audit makes its own plan."""
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +24,7 @@ from draplan.audit.documents import (
     scale_up_document,
     why_document,
 )
+from draplan.audit.metrics import collector_off
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
@@ -33,8 +33,6 @@ from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
 from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
-
-DOCUMENTS = ("why", "metrics", "plan")
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,7 @@ class Answers:
     """How long the audit took."""
     diagnoses: tuple[Diagnosis, ...]
     bodies: Mapping[str, bytes]
-    """The JSON documents by name (`DOCUMENTS`), as `-o json` prints them."""
+    """The JSON documents by name ("why", "metrics", "plan"), as `-o json` prints them."""
     plan_generation: int
     """The generation the plan document (`bodies["plan"]`) was made on; at most `generation`."""
     plan_published: float
@@ -114,7 +112,10 @@ class Auditor:
     ) -> Answers:
         """The answers for `state`; each step holds `lock` (another reader of the state, the
         gRPC expander, then waits for one step, not for the whole audit)."""
-        with _collector_between_audits():
+        # An audit allocates many containers, most kept until the next audit: the cyclic
+        # collector's full passes over the model's heap during it (half a second of five at
+        # 5,000 nodes) find little to free. It runs between audits instead.
+        with collector_off():
             return self._audit(state, generation, lock or nullcontext())
 
     def take_plan(self, answers: Answers, wait: float) -> Answers:
@@ -164,19 +165,18 @@ class Auditor:
                 self._made = first
             made = self._made
         done = time.monotonic()
-        answers = Answers(
+        return Answers(
             generation=generation,
             published=done,
             seconds=done - start,
             diagnoses=diagnoses,
-            bodies=bodies,
+            bodies={**bodies, "plan": made.body},
             series=series,
             objects=objects,
-            plan_generation=0,
-            plan_published=0.0,
-            plan_seconds=0.0,
+            plan_generation=made.generation,
+            plan_published=made.published,
+            plan_seconds=made.seconds,
         )
-        return _with_plan(answers, made)
 
     def _newer(self, made: MadePlan) -> bool:
         """Keep `made` if it is newer than the plan kept; whether it was."""
@@ -220,20 +220,6 @@ def _with_plan(answers: Answers, made: MadePlan) -> Answers:
         plan_published=made.published,
         plan_seconds=made.seconds,
     )
-
-
-@contextmanager
-def _collector_between_audits() -> Iterator[None]:
-    """An audit allocates many containers, most kept until the next audit: the cyclic
-    collector's full passes over the model's heap during it (half a second of five at 5,000
-    nodes) find little to free. It runs between audits instead."""
-    collect = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collect:
-            gc.enable()
 
 
 def state_objects(state: ClusterState) -> tuple[KubeStruct, ...]:

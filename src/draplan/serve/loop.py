@@ -73,8 +73,7 @@ class AuditLoop:
         generation: int | None = None
         failed: int | None = None
         while not self._stop.is_set():
-            lock = self.state_lock
-            with lock:
+            with self.state_lock:
                 state, current = self.model.sync()
                 self.state = state
             if current in (generation, failed):
@@ -82,7 +81,7 @@ class AuditLoop:
                 continue
             arrival = self.model.health().newest_event_arrival
             try:
-                answers = self.auditor.audit(state, current, lock)
+                answers = self.auditor.audit(state, current, self.state_lock)
             except Exception:
                 # A bug on some input: logged once per generation, the last answers stay up.
                 log.exception("audit of generation %d failed; keeping the last answers", current)

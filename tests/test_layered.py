@@ -1,10 +1,13 @@
-"""LayeredDict: fork / commit / revert behave like copies without copying."""
+"""LayeredDict: fork / commit / revert behave like copies without copying; VersionedDict names
+its content."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
-from draplan.cluster.layered import LayeredDict
+from draplan.cluster.layered import LayeredDict, VersionedDict
 
 
 def test_fork_writes_do_not_touch_the_base() -> None:
@@ -41,3 +44,36 @@ def test_unbalanced_revert_and_commit_raise() -> None:
         d.commit()
     with pytest.raises(KeyError):
         del d["missing"]
+
+
+def test_a_versioned_dict_names_its_content() -> None:
+    d: VersionedDict[str, int] = VersionedDict({"a": 1})
+    first = d.version
+    d["b"] = 2
+    second = d.version
+    assert second != first
+    d.fork()
+    assert d.version == second  # nothing written yet: the same content
+    d["c"] = 3
+    assert d.version not in (first, second)
+    d.revert()
+    assert d.version == second and dict(d.items()) == {"a": 1, "b": 2}
+    d.fork()
+    d.pop("a")
+    popped = d.version
+    assert popped != second
+    d.commit()
+    assert d.version == popped and dict(d.items()) == {"b": 2}
+    del d["b"]
+    assert d.version != popped
+
+
+def test_an_unpickled_versioned_dict_takes_new_versions() -> None:
+    d: VersionedDict[str, int] = VersionedDict({"a": 1})
+    d.fork()
+    d["b"] = 2
+    copy = pickle.loads(pickle.dumps(d))
+    assert dict(copy.items()) == {"a": 1, "b": 2} and copy.depth == 2
+    assert copy.version > d.version  # issued after every version of this process so far
+    copy.revert()
+    assert dict(copy.items()) == {"a": 1}

@@ -29,6 +29,7 @@ from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
 from draplan.cluster.podresources import is_gated, is_terminal
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
@@ -71,12 +72,20 @@ class _GangUnit:
 
 
 def pending_pods(state: ClusterState) -> list[Pod]:
-    """Pods waiting for a node; gated pods are not: no autoscaler scales for them."""
-    return [
+    """Pods waiting for a node, in key order; gated pods are not: no autoscaler scales for
+    them."""
+    return list(_PENDING(state))
+
+
+def _pending(state: ClusterState) -> tuple[Pod, ...]:
+    return tuple(
         p
         for _, p in sorted(state.pods.items())
         if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-    ]
+    )
+
+
+_PENDING = PodsMemo(_pending)
 
 
 def _devices(new: NewNode) -> int:

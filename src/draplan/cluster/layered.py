@@ -4,6 +4,7 @@ O(depth)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
@@ -114,3 +115,50 @@ class LayeredDict(Generic[K, V]):
                 below.pop(key, None)
             else:
                 below[key] = value
+
+
+_WRITES = itertools.count(1)
+
+
+class VersionedDict(LayeredDict[K, V]):
+    """A LayeredDict that names its content: `version` changes with every write, comes back
+    with the content a revert brings back, and stays through a commit (the content does). A
+    version is unique over the process, so a cache keyed by it is never wrong."""
+
+    __slots__ = ("_versions",)
+
+    def __init__(self, base: dict[K, V] | None = None) -> None:
+        super().__init__(base)
+        self._versions = [next(_WRITES)]
+
+    @property
+    def version(self) -> int:
+        return self._versions[-1]
+
+    def __setitem__(self, key: K, value: V) -> None:
+        super().__setitem__(key, value)
+        self._versions[-1] = next(_WRITES)
+
+    def __delitem__(self, key: K) -> None:
+        super().__delitem__(key)
+        self._versions[-1] = next(_WRITES)
+
+    def fork(self) -> None:
+        super().fork()
+        self._versions.append(self._versions[-1])
+
+    def revert(self) -> None:
+        super().revert()
+        self._versions.pop()
+
+    def commit(self) -> None:
+        super().commit()
+        top = self._versions.pop()
+        self._versions[-1] = top
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        # Versions name contents in the process that issued them: unpickled elsewhere, the
+        # layers take new ones.
+        layers = state[1]["_layers"]
+        self._layers = layers  # type: ignore[assignment]
+        self._versions = [next(_WRITES) for _ in self._layers]

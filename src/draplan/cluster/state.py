@@ -40,7 +40,7 @@ from draplan.cluster.devices import (
     device_views,
     nanos,
 )
-from draplan.cluster.layered import LayeredDict
+from draplan.cluster.layered import LayeredDict, VersionedDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
 from draplan.cluster.podresources import Resources, is_terminal, nonzero_requests, pod_requests
 
@@ -214,7 +214,7 @@ class ClusterState:
 
     def __init__(self) -> None:
         self.nodes: LayeredDict[str, Node] = LayeredDict()
-        self.pods: LayeredDict[ObjectKey, Pod] = LayeredDict()
+        self.pods: VersionedDict[ObjectKey, Pod] = VersionedDict()
         self.claims: LayeredDict[ObjectKey, ResourceClaim] = LayeredDict()
         self.slices: LayeredDict[str, ResourceSlice] = LayeredDict()
         self.device_classes: dict[str, DeviceClass] = {}

@@ -18,6 +18,7 @@ from draplan.api.scheduling import (
     WorkloadV1Beta1,
     template_ref,
 )
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -114,6 +115,10 @@ def _group_of(
 
 def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
     """Every pod that belongs to a gang (or a topology-constrained pod set), by pod key."""
+    return dict(_GANGS(state))
+
+
+def _find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
     index: dict[tuple[str, ...], object] = {}
     for obj in state.others:
         ns, name = key_of(obj)
@@ -145,6 +150,9 @@ def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
         for pkey, _ in members:
             out[pkey] = gang
     return out
+
+
+_GANGS = PodsMemo(_find_gangs)
 
 
 def pinned_domains(

@@ -1,0 +1,78 @@
+"""PodsMemo: a value of the pods and other objects is computed again exactly when they change,
+through forks, reverts and commits; the gangs and the pending pods it keeps equal a fresh pass."""
+
+from __future__ import annotations
+
+import msgspec
+
+from conftest import DATA
+from draplan.autoscaler.scaleup import _pending, pending_pods
+from draplan.cluster.podsmemo import PodsMemo
+from draplan.cluster.state import ClusterState
+from draplan.scheduler.gangs import _find_gangs, find_gangs
+from draplan.sources import load_objects
+
+
+def _state() -> ClusterState:
+    return ClusterState.from_objects(load_objects([str(DATA / "realistic")]))
+
+
+def test_computed_again_exactly_when_pods_or_other_objects_change() -> None:
+    state = _state()
+    calls: list[int] = []
+
+    def compute(s: ClusterState) -> tuple[tuple[str, str], ...]:
+        calls.append(1)
+        return tuple(sorted(s.pods.keys()))
+
+    memo = PodsMemo(compute)
+    running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
+    assert memo(state) == memo(state) and len(calls) == 1
+    state.fork()
+    state.remove_pod(running[0])
+    assert running[0] not in memo(state) and len(calls) == 2
+    state.revert()
+    assert running[0] in memo(state) and len(calls) == 3
+    state.fork()
+    state.remove_pod(running[1])
+    state.commit()
+    assert running[1] not in memo(state) and len(calls) == 4
+    assert memo(state) and len(calls) == 4
+    state.others.append(state.others[0])  # the list grew
+    memo(state)
+    assert len(calls) == 5
+    state.others = list(state.others)  # replaced, however alike
+    memo(state)
+    assert len(calls) == 6
+
+
+def test_gangs_and_pending_pods_kept_equal_a_fresh_pass() -> None:
+    state = _state()
+    pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
+    checks = 0
+    for step in range(len(pending)):
+        assert find_gangs(state) == _find_gangs(state)
+        assert pending_pods(state) == list(_pending(state))
+        checks += 1
+        key = pending[step]
+        pod = state.pods[key]
+        state.fork()
+        state.put_pod(
+            msgspec.structs.replace(
+                pod,
+                metadata=msgspec.structs.replace(
+                    pod.metadata,
+                    labels={**pod.metadata.labels, "scheduling.x-k8s.io/pod-group": "g"},
+                ),
+            )
+        )
+        assert find_gangs(state) == _find_gangs(state)
+        assert pending_pods(state) == list(_pending(state))
+        state.revert()
+        state.remove_pod(key)
+    assert checks == len(pending) > 0
+    # What callers get is theirs to change.
+    find_gangs(state).clear()
+    pending_pods(state).clear()
+    assert find_gangs(state) == _find_gangs(state)
+    assert pending_pods(state) == list(_pending(state))

@@ -1,15 +1,18 @@
 """PodsMemo: a value of the pods and other objects is computed again exactly when they change,
-through forks, reverts and commits; the gangs and the pending pods it keeps equal a fresh pass."""
+through forks, reverts and commits; the gangs, the pending pods, the queue and the input's newest
+time it keeps equal a fresh pass."""
 
 from __future__ import annotations
 
 import msgspec
 
 from conftest import DATA
+from draplan.autoscaler.plan import _newest, default_now
 from draplan.autoscaler.scaleup import _pending, pending_pods
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.gangs import _find_gangs, find_gangs
+from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
 from draplan.sources import load_objects
 
 
@@ -46,13 +49,19 @@ def test_computed_again_exactly_when_pods_or_other_objects_change() -> None:
     assert len(calls) == 6
 
 
-def test_gangs_and_pending_pods_kept_equal_a_fresh_pass() -> None:
+def _fresh_equal(state: ClusterState) -> None:
+    assert find_gangs(state) == _find_gangs(state)
+    assert pending_pods(state) == list(_pending(state))
+    assert waiting_in_queue_order(state) == in_queue_order(state, state.pods.values())
+    assert default_now(state) == _newest(state)
+
+
+def test_what_is_kept_equals_a_fresh_pass() -> None:
     state = _state()
     pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
     checks = 0
     for step in range(len(pending)):
-        assert find_gangs(state) == _find_gangs(state)
-        assert pending_pods(state) == list(_pending(state))
+        _fresh_equal(state)
         checks += 1
         key = pending[step]
         pod = state.pods[key]
@@ -66,13 +75,12 @@ def test_gangs_and_pending_pods_kept_equal_a_fresh_pass() -> None:
                 ),
             )
         )
-        assert find_gangs(state) == _find_gangs(state)
-        assert pending_pods(state) == list(_pending(state))
+        _fresh_equal(state)
         state.revert()
         state.remove_pod(key)
     assert checks == len(pending) > 0
     # What callers get is theirs to change.
     find_gangs(state).clear()
     pending_pods(state).clear()
-    assert find_gangs(state) == _find_gangs(state)
-    assert pending_pods(state) == list(_pending(state))
+    waiting_in_queue_order(state).clear()
+    _fresh_equal(state)

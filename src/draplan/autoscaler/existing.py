@@ -26,7 +26,7 @@ from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 from draplan.scheduler.gangs import Gang, find_gangs
-from draplan.scheduler.queue import in_queue_order
+from draplan.scheduler.queue import waiting_in_queue_order
 
 MAX_CHANGED = 64  # changed nodes beyond which checking them costs about a full run
 
@@ -60,7 +60,7 @@ def _queue(
 ) -> tuple[list[_Queued], dict[ObjectKey, Gang]]:
     """The pending pods in `Scheduler.run`'s order, with their gangs; and the gangs."""
     gangs = find_gangs(state) if scheduler.gangs else {}
-    pending = in_queue_order(state, state.pods.values())
+    pending = waiting_in_queue_order(state)
     queue = [_Queued(key_of(p), p, _claims(state, p), gangs.get(key_of(p))) for p in pending]
     return queue, gangs
 

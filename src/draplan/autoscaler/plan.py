@@ -30,6 +30,7 @@ from draplan.autoscaler.provreq import (
 from draplan.autoscaler.scaledown import Needs, Removal, ScaleDownMemo, plan_scale_down
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import release_claims
@@ -111,6 +112,10 @@ class Plan:
 
 def default_now(state: ClusterState) -> datetime:
     """The newest timestamp in the input, so the same input gives the same plan."""
+    return _NOW(state)
+
+
+def _newest(state: ClusterState) -> datetime:
     stamps = [p.metadata.creation_timestamp for p in state.pods.values()]
     for obj in state.others:
         meta = getattr(obj, "metadata", None)
@@ -119,6 +124,9 @@ def default_now(state: ClusterState) -> datetime:
             stamps.append(c.last_transition_time)
     times = [t for t in (parse_time(s) for s in stamps) if t is not None]
     return max(times) if times else datetime(1970, 1, 1, tzinfo=UTC)
+
+
+_NOW = PodsMemo(_newest)
 
 
 class Autoscaler:

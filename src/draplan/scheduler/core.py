@@ -21,7 +21,7 @@ from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
-from draplan.scheduler.queue import in_queue_order
+from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
 from draplan.scheduler.reasons import FitReason, fit_error, pod_level
 
 GANG_INCOMPLETE = "GangIncomplete"
@@ -317,10 +317,11 @@ class Scheduler:
             gangs = {}
         elif gangs is None:
             gangs = find_gangs(state)
-        pods = state.pods.values()
-        pending = in_queue_order(
-            state, pods if only is None else (p for p in pods if key_of(p) in only)
-        )
+        # The queue order is total (priority, creation, namespace, name): the waiting pods of
+        # `only` are in it as the queue holds them.
+        pending = waiting_in_queue_order(state)
+        if only is not None:
+            pending = [p for p in pending if key_of(p) in only]
         results: list[PodResult] = []
         done: set[tuple[str, ...]] = set()
         for pod in pending:

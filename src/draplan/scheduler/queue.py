@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from draplan.api.core_v1 import Pod
 from draplan.api.scheduling import PriorityClass
 from draplan.cluster.podresources import is_gated, is_terminal
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
 
 
@@ -42,6 +43,18 @@ def in_queue_order(state: ClusterState, pods: Iterable[Pod]) -> list[Pod]:
     waiting = [p for p in pods if not p.spec.node_name and not is_terminal(p) and not is_gated(p)]
     waiting.sort(key=lambda p: sort_key(p, classes, default))
     return waiting
+
+
+def waiting_in_queue_order(state: ClusterState) -> list[Pod]:
+    """Every pod of `state` that waits to be scheduled, in queue order."""
+    return list(_WAITING(state))
+
+
+def _waiting(state: ClusterState) -> tuple[Pod, ...]:
+    return tuple(in_queue_order(state, state.pods.values()))
+
+
+_WAITING = PodsMemo(_waiting)
 
 
 def gated_pods(state: ClusterState) -> list[Pod]:

@@ -56,7 +56,12 @@ def install() -> object:
 
 
 def restore(previous: object) -> None:
-    if previous is not None:
+    if previous is _on_interrupt:
+        # The console script's own handler: the process ends now, its output whole. Python's
+        # finalization puts the default action back, so a Ctrl-C in that window would kill a
+        # finished command by signal; ignored, the command exits as it finished.
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    elif previous is not None:
         _signal.signal(_signal.SIGINT, previous)
 
 

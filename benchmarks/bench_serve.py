@@ -221,7 +221,7 @@ def _with_planner(nodes: int, pods: int, key: tuple[str, str]) -> dict[str, Any]
         start = time.perf_counter()
         answers = auditor.audit(state, 2)
         answered = time.perf_counter() - start
-        while answers.plan_generation != 2:
+        while answers.plan.generation != 2:
             answers = auditor.take_plan(answers, 0.05)
         planned = time.perf_counter() - start
         planner = auditor._planner._process.pid  # type: ignore[union-attr]

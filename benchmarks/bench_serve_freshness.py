@@ -88,7 +88,7 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
     plans = [
         b
         for a, b in pairwise([None, *published])
-        if a is None or a.plan_generation != b.plan_generation
+        if a is None or a.plan.generation != b.plan.generation
     ]
     bounds = [
         a.published - start_of[b.generation]
@@ -96,9 +96,9 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
         if a.published >= churn_start
     ]
     plan_bounds = [
-        a.plan_published - start_of[b.plan_generation]
+        a.plan.published - start_of[b.plan.generation]
         for b, a in pairwise(plans)
-        if a.plan_published >= churn_start
+        if a.plan.published >= churn_start
     ]
     out["audits"] = len(bounds)
     out["auditSecondsP50"] = round(

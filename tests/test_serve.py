@@ -119,7 +119,9 @@ def test_documents_are_the_clis_bytes(
 
 def test_documents_name_the_generation_they_were_made_on() -> None:
     answers = Auditor().audit(realistic_state(), 5)
-    late = dataclasses.replace(answers, plan_generation=3)  # the plan of an older generation
+    late = dataclasses.replace(
+        answers, plan=dataclasses.replace(answers.plan, generation=3)
+    )  # the plan of an older generation
     loop = types.SimpleNamespace(answers=late)
     api = Api(loop, StaticClusterModel(realistic_state()), None)  # type: ignore[arg-type]
     for path, generation in (
@@ -230,7 +232,7 @@ def test_a_later_audit_equals_a_fresh_one() -> None:
         later, fresh = kept.audit(state, generation), Auditor().audit(state, generation)
         assert later.bodies == fresh.bodies
         assert later.series == fresh.series
-        assert later.plan_generation == generation
+        assert later.plan.generation == generation
 
 
 def _changes(state: ClusterState) -> Iterator[None]:
@@ -260,13 +262,13 @@ def test_the_planner_process_plans_each_generation_as_a_fresh_auditor() -> None:
             assert answers.bodies["why"] == fresh.bodies["why"]
             assert answers.bodies["metrics"] == fresh.bodies["metrics"]
             assert answers.series == fresh.series
-            assert answers.bodies["plan"] == fresh_plans[answers.plan_generation]
-            named.append(answers.plan_generation)
+            assert answers.bodies["plan"] == fresh_plans[answers.plan.generation]
+            named.append(answers.plan.generation)
         assert auditor.plan_behind(generation) or named[-1] == generation
         end = time.monotonic() + 60
-        while answers.plan_generation != generation and time.monotonic() < end:
+        while answers.plan.generation != generation and time.monotonic() < end:
             answers = auditor.take_plan(answers, 0.1)
-        assert answers.plan_generation == generation
+        assert answers.plan.generation == generation
         assert answers.bodies["plan"] == fresh_plans[generation]
         assert not auditor.plan_behind(generation) and auditor.plan_errors == 0
     finally:
@@ -278,7 +280,7 @@ def test_the_planner_process_plans_each_generation_as_a_fresh_auditor() -> None:
 def _planned(auditor: Auditor, answers: Answers, generation: int) -> Answers:
     """`answers` once they carry the planner's plan of `generation`."""
     end = time.monotonic() + 60
-    while answers.plan_generation != generation and time.monotonic() < end:
+    while answers.plan.generation != generation and time.monotonic() < end:
         answers = auditor.take_plan(answers, 0.1)
     return answers
 
@@ -294,7 +296,7 @@ def test_a_planner_process_that_died_is_counted_and_started_again() -> None:
         state.remove_pod(("research", "train-8-0"))
         # No planner runs: the audit makes the plan, until the next planner is due (1 s).
         answers = auditor.audit(state, 2)
-        assert answers.plan_generation == 2 and not auditor.plan_behind(2)
+        assert answers.plan.generation == 2 and not auditor.plan_behind(2)
         assert answers.bodies["plan"] == Auditor().audit(state, 2).bodies["plan"]
         assert auditor.plan_errors == 1
         time.sleep(1.5)
@@ -317,7 +319,7 @@ def test_a_planner_that_cannot_run_leaves_the_plans_to_the_audits(
     try:
         for generation, _ in enumerate(_changes(state), start=1):
             answers = auditor.audit(state, generation)
-            assert answers.plan_generation == generation
+            assert answers.plan.generation == generation
             assert answers.bodies == Auditor().audit(state, generation).bodies
             if generation == 4:
                 break
@@ -397,7 +399,7 @@ def test_a_first_plan_that_fails_in_the_planner_is_made_by_the_audit() -> None:
     state = realistic_state()
     try:
         answers = auditor.audit(state, 1)
-        assert answers.plan_generation == 1 and auditor.plan_errors == 1
+        assert answers.plan.generation == 1 and auditor.plan_errors == 1
         assert answers.bodies == Auditor(profile).audit(state, 1).bodies
     finally:
         auditor.close()
@@ -414,7 +416,7 @@ def test_the_loop_publishes_the_plan_once_made() -> None:
             state.remove_pod(("research", "train-8-0"))
             model.generation = 2
         end = time.monotonic() + 60
-        while (not published or published[-1].plan_generation != 2) and time.monotonic() < end:
+        while (not published or published[-1].plan.generation != 2) and time.monotonic() < end:
             time.sleep(0.02)
         latest = published[-1]
         assert served.get("/v1/plan")[2] == latest.bodies["plan"]
@@ -423,7 +425,7 @@ def test_the_loop_publishes_the_plan_once_made() -> None:
         assert health["draplan_plan_errors_total"][()] == 0
     with served.loop.state_lock:
         fresh = Auditor().audit(state, 2)
-    assert (latest.generation, latest.plan_generation) == (2, 2)
+    assert (latest.generation, latest.plan.generation) == (2, 2)
     assert latest.bodies == fresh.bodies
     second = [a for a in published if a.generation == 2]
     assert second[-1].diagnoses is second[0].diagnoses  # the audit's answers, with the plan

@@ -47,12 +47,8 @@ class Answers:
     diagnoses: tuple[Diagnosis, ...]
     bodies: Mapping[str, bytes]
     """The JSON documents by name ("why", "metrics", "plan"), as `-o json` prints them."""
-    plan_generation: int
-    """The generation the plan document (`bodies["plan"]`) was made on; at most `generation`."""
-    plan_published: float
-    """`time.monotonic()` when that plan was made (received from the planner process)."""
-    plan_seconds: float
-    """How long making that plan took."""
+    plan: MadePlan
+    """The plan `bodies["plan"]` is: of `generation` or an earlier one."""
     series: tuple[Family, ...]
     objects: tuple[KubeStruct, ...]
     """The objects the answers are about (for `/v1/snapshot`; frozen values, shared)."""
@@ -173,9 +169,7 @@ class Auditor:
             bodies={**bodies, "plan": made.body},
             series=series,
             objects=objects,
-            plan_generation=made.generation,
-            plan_published=made.published,
-            plan_seconds=made.seconds,
+            plan=made,
         )
 
     def _newer(self, made: MadePlan) -> bool:
@@ -213,13 +207,7 @@ def _plan_of(
 
 
 def _with_plan(answers: Answers, made: MadePlan) -> Answers:
-    return replace(
-        answers,
-        bodies={**answers.bodies, "plan": made.body},
-        plan_generation=made.generation,
-        plan_published=made.published,
-        plan_seconds=made.seconds,
-    )
+    return replace(answers, bodies={**answers.bodies, "plan": made.body}, plan=made)
 
 
 def state_objects(state: ClusterState) -> tuple[KubeStruct, ...]:

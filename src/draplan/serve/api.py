@@ -141,7 +141,7 @@ class Api:
 
 
 def _generation(answers: Answers, document: str) -> tuple[tuple[str, str]]:
-    generation = answers.plan_generation if document == "plan" else answers.generation
+    generation = answers.plan.generation if document == "plan" else answers.generation
     return ((GENERATION, str(generation)),)
 
 

@@ -71,17 +71,17 @@ class HealthCollector(Collector):
             "draplan_plan_age_seconds",
             "Seconds since the scale plan /v1/plan serves was made (by the planner process, "
             "the newest generation it holds, one plan after another).",
-            value=now - answers.plan_published if answers is not None else 0.0,
+            value=now - answers.plan.published if answers is not None else 0.0,
         )
         yield GaugeMetricFamily(
             "draplan_plan_seconds",
             "How long making that plan took.",
-            value=answers.plan_seconds if answers is not None else 0.0,
+            value=answers.plan.seconds if answers is not None else 0.0,
         )
         yield GaugeMetricFamily(
             "draplan_plan_generations_behind",
             "Model generations the scale plan is older than the other answers.",
-            value=answers.generation - answers.plan_generation if answers is not None else 0,
+            value=answers.generation - answers.plan.generation if answers is not None else 0,
         )
         for name, help, value in (
             ("draplan_events_applied", "Watch events applied to the model.", health.events_applied),

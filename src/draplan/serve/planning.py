@@ -80,7 +80,6 @@ class PlanWorker:
         self._to: Connection | None = None
         self._from: Connection | None = None
         self._held: Held = {}
-        self.made: MadePlan | None = None
         self._failed = 0  # the newest generation whose plan failed
         self._restart_at = 0.0
         self._backoff = RESTART_SECONDS
@@ -139,20 +138,17 @@ class PlanWorker:
         except (EOFError, OSError):
             self._lost()
         if newest is not None:
-            self.made = newest
             self._backoff = RESTART_SECONDS
         return newest
 
     def wait_for(self, generation: int) -> MadePlan | None:
-        """The plan of `generation` (or a later one) once made; None when it failed or the
-        planner died."""
-        while (
-            self._from is not None
-            and self._failed < generation
-            and (self.made is None or self.made.generation < generation)
-        ):
-            self.take(0.1)
-        return self.made if self.made is not None and self.made.generation >= generation else None
+        """The next plan of `generation` (or a later one) once made; None when it failed or
+        the planner died."""
+        while self._from is not None and self._failed < generation:
+            made = self.take(0.1)
+            if made is not None and made.generation >= generation:
+                return made
+        return None
 
     def stop(self, timeout: float = 0.5) -> None:
         """End the planner process: it ends once its pipe closes between two plans, or is

@@ -10,12 +10,13 @@ or PCIe root), tolerations, node selectors; sometimes NodePools copying a node.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from draplan.api.codec import decode
 from draplan.api.meta import KubeStruct
-from draplan.cluster.state import origin_key
+from draplan.cluster.incremental import IncrementalState
+from draplan.cluster.state import ClusterState, OriginKey, origin_key
 
 DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu.example.com"
@@ -332,3 +333,28 @@ def variant_universe(
             if key not in by_key:
                 by_key[key] = [decode(v) for v in variants(doc)]
     return list(by_key.values())
+
+
+class KeptObjects:
+    """Objects changed one at a time both in an incrementally kept state and in a store a
+    fresh state is loaded from, as watch events change `serve`'s model."""
+
+    def __init__(self, objects: Iterable[KubeStruct], source: str = "") -> None:
+        self.source = source
+        self.store: dict[OriginKey, KubeStruct] = {origin_key(o): o for o in objects}
+        self.inc = IncrementalState([(o, source) for o in self.store.values()])
+
+    def put(self, obj: KubeStruct) -> None:
+        self.store[origin_key(obj)] = obj
+        self.inc.put(obj, self.source)
+
+    def delete(self, obj: KubeStruct) -> None:
+        self.store.pop(origin_key(obj), None)
+        self.inc.delete(obj)
+
+    def change(self, action: str, obj: KubeStruct) -> None:
+        """`put` or `delete` `obj`, as `action` says."""
+        (self.put if action == "put" else self.delete)(obj)
+
+    def fresh(self) -> ClusterState:
+        return ClusterState.from_objects([(o, self.source) for o in self.store.values()])

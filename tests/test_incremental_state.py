@@ -13,7 +13,7 @@ from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.meta import KubeStruct
 from draplan.cluster.incremental import IncrementalState, MirrorState, changes_between
 from draplan.cluster.state import ClusterState, origin_key
-from generated_clusters import variant_universe
+from generated_clusters import KeptObjects, variant_universe
 from state_projection import projection, schedule_outcome
 
 
@@ -76,22 +76,12 @@ def _fresh(store: dict[Any, KubeStruct]) -> ClusterState:
 def test_any_event_sequence_ends_equal_to_a_fresh_load(
     initial: list[int], ops: list[tuple[str, int, int]]
 ) -> None:
-    store: dict[Any, KubeStruct] = {}
-    for i in initial:
-        obj = UNIVERSE[i][0]
-        store[origin_key(obj)] = obj
-    inc = IncrementalState([(o, "src") for o in store.values()])
+    kept = KeptObjects((UNIVERSE[i][0] for i in initial), "src")
     for action, i, v in ops:
         variants = UNIVERSE[i]
-        obj = variants[v % len(variants)]
-        if action == "put":
-            store[origin_key(obj)] = obj
-            inc.put(obj, "src")
-        else:
-            store.pop(origin_key(obj), None)
-            inc.delete(obj)
-    state = inc.flush()
-    fresh = _fresh(store)
+        kept.change(action, variants[v % len(variants)])
+    state = kept.inc.flush()
+    fresh = kept.fresh()
     assert projection(state) == projection(fresh)
     assert schedule_outcome(state) == schedule_outcome(fresh)
 

@@ -16,15 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draplan.api.codec import decode
-from draplan.api.meta import KubeStruct
 from draplan.audit.documents import metrics_document
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import read_set, signature
 from draplan.cluster.devices import device_views
-from draplan.cluster.incremental import IncrementalState
-from draplan.cluster.state import ClusterState, origin_key
+from draplan.cluster.state import ClusterState
 from draplan.serve.series import SeriesMemo, cluster_series
-from generated_clusters import TAINT, generate, variant_universe
+from generated_clusters import TAINT, KeptObjects, generate, variant_universe
 
 metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
 memo_module = importlib.import_module("draplan.audit.metrics_memo")
@@ -87,24 +85,13 @@ def _documents(
 def test_kept_memos_measure_every_change_as_a_fresh_state_does(
     initial: list[int], changes: list[tuple[str, int, int]]
 ) -> None:
-    store: dict[Any, KubeStruct] = {origin_key(o): o for o in FIXED}
-    for i in initial:
-        obj = UNIVERSE[i][0]
-        store[origin_key(obj)] = obj
-    inc = IncrementalState([(o, "src") for o in store.values()])
+    kept = KeptObjects([*FIXED, *(UNIVERSE[i][0] for i in initial)], "src")
     memo, series = MetricsMemo(), SeriesMemo()
-    _documents(inc.flush(), memo, series)
+    _documents(kept.inc.flush(), memo, series)
     for action, i, v in changes:
         variants = UNIVERSE[i]
-        obj = variants[v % len(variants)]
-        if action == "put":
-            store[origin_key(obj)] = obj
-            inc.put(obj, "src")
-        else:
-            store.pop(origin_key(obj), None)
-            inc.delete(obj)
-        fresh = ClusterState.from_objects([(o, "src") for o in store.values()])
-        assert _documents(inc.flush(), memo, series) == _documents(fresh, None, None)
+        kept.change(action, variants[v % len(variants)])
+        assert _documents(kept.inc.flush(), memo, series) == _documents(kept.fresh(), None, None)
 
 
 def test_kept_chunk_sums_follow_pods_ending(monkeypatch: Any) -> None:

@@ -22,10 +22,9 @@ from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceSlice
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import Autoscaler
-from draplan.autoscaler.derived import derive_pools
-from draplan.cluster.incremental import IncrementalState
-from draplan.cluster.state import ClusterState, OriginKey, origin_key
-from generated_clusters import generate
+from draplan.autoscaler.derived import derive_again
+from draplan.cluster.state import origin_key
+from generated_clusters import KeptObjects, generate
 
 BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
 
@@ -42,33 +41,20 @@ def _bench_audit() -> ModuleType:
     return module
 
 
-class Cluster:
-    """The objects of a cluster, changed one at a time both in an incrementally kept state and
-    in an object store a fresh state is loaded from."""
+class Cluster(KeptObjects):
+    """The objects of a cluster, changed at random."""
 
     def __init__(self, objects: list[KubeStruct], rng: random.Random) -> None:
-        self.store: dict[OriginKey, KubeStruct] = {origin_key(o): o for o in objects}
-        self.inc = IncrementalState([(o, "") for o in objects])
+        super().__init__(objects)
         self.rng = rng
         self.gone: list[list[KubeStruct]] = []  # objects taken away, to bring back later
         self.derived: dict[str, NodePool] = {}
         self.serial = 0
 
-    def put(self, obj: KubeStruct) -> None:
-        self.store[origin_key(obj)] = obj
-        self.inc.put(obj)
-
-    def delete(self, obj: KubeStruct) -> None:
-        self.store.pop(origin_key(obj), None)
-        self.inc.delete(obj)
-
     def of(self, kind: type[Any]) -> list[Any]:
         return sorted(
             (o for o in self.store.values() if isinstance(o, kind)), key=lambda o: origin_key(o)
         )
-
-    def fresh(self) -> ClusterState:
-        return ClusterState.from_objects([(o, "") for o in self.store.values()])
 
     # --- changes ----------------------------------------------------------------------------
 
@@ -173,17 +159,6 @@ class Cluster:
         )
         step()
 
-    # --- plans ------------------------------------------------------------------------------
-
-    def with_pools(self, state: ClusterState, kept: dict[str, NodePool]) -> dict[str, NodePool]:
-        """NodePools derived from node groups when the cluster has none, as `serve` does."""
-        for name, pool in kept.items():
-            if state.node_pools.get(name) is pool:
-                del state.node_pools[name]
-        derived = {} if state.node_pools else derive_pools(state).pools
-        state.node_pools.update(derived)
-        return derived
-
 
 def _plans_agree(objects: list[KubeStruct], seed: int, steps: int) -> None:
     cluster = Cluster(objects, random.Random(seed))
@@ -192,9 +167,10 @@ def _plans_agree(objects: list[KubeStruct], seed: int, steps: int) -> None:
         if step:
             cluster.change()
         state = cluster.inc.flush()
-        cluster.derived = cluster.with_pools(state, cluster.derived)
+        # NodePools derived from node groups when the cluster has none, as `serve` does.
+        cluster.derived = derive_again(state, cluster.derived)
         fresh_state = cluster.fresh()
-        cluster.with_pools(fresh_state, {})
+        derive_again(fresh_state, {})
         _, later = plan_document(state, kept)
         _, fresh = plan_document(fresh_state, Autoscaler())
         assert json_text(later) == json_text(fresh), f"seed {seed}, step {step}"

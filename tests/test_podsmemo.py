@@ -8,7 +8,8 @@ import msgspec
 
 from conftest import DATA
 from draplan.autoscaler.plan import _newest, default_now
-from draplan.autoscaler.scaleup import _pending, pending_pods
+from draplan.autoscaler.scaleup import pending_pods
+from draplan.cluster.podresources import is_waiting
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.gangs import _find_gangs, find_gangs
@@ -51,7 +52,7 @@ def test_computed_again_exactly_when_pods_or_other_objects_change() -> None:
 
 def _fresh_equal(state: ClusterState) -> None:
     assert find_gangs(state) == _find_gangs(state)
-    assert pending_pods(state) == list(_pending(state))
+    assert pending_pods(state) == [p for _, p in sorted(state.pods.items()) if is_waiting(p)]
     assert waiting_in_queue_order(state) == in_queue_order(state, state.pods.values())
     assert default_now(state) == _newest(state)
 
@@ -84,3 +85,20 @@ def test_what_is_kept_equals_a_fresh_pass() -> None:
     pending_pods(state).clear()
     waiting_in_queue_order(state).clear()
     _fresh_equal(state)
+
+
+def test_a_value_of_the_other_objects_alone_outlives_pod_changes() -> None:
+    state = _state()
+    calls: list[int] = []
+
+    def compute(s: ClusterState) -> int:
+        calls.append(1)
+        return len(s.others)
+
+    memo = PodsMemo(compute, pods=False)
+    memo(state)
+    state.remove_pod(min(state.pods.keys()))
+    assert memo(state) == len(state.others) and len(calls) == 1
+    state.others = list(state.others)
+    memo(state)
+    assert len(calls) == 2

@@ -28,11 +28,10 @@ from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
-from draplan.cluster.podresources import is_gated, is_terminal
-from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
+from draplan.scheduler.queue import waiting_in_queue_order
 
 __all__ = ["Capacity", "PodClass", "ScaleUp", "ScaleUpPlanner", "pending_pods"]
 
@@ -74,18 +73,7 @@ class _GangUnit:
 def pending_pods(state: ClusterState) -> list[Pod]:
     """Pods waiting for a node, in key order; gated pods are not: no autoscaler scales for
     them."""
-    return list(_PENDING(state))
-
-
-def _pending(state: ClusterState) -> tuple[Pod, ...]:
-    return tuple(
-        p
-        for _, p in sorted(state.pods.items())
-        if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-    )
-
-
-_PENDING = PodsMemo(_pending)
+    return sorted(waiting_in_queue_order(state), key=key_of)
 
 
 def _devices(new: NewNode) -> int:

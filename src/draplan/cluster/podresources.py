@@ -56,3 +56,8 @@ def is_gated(pod: Pod) -> bool:
     (the SchedulingGates PreEnqueue plugin, KEP-3521) and Cluster Autoscaler never scales for
     it (its PodScheduled reason is SchedulingGated, not Unschedulable)."""
     return bool(pod.spec.scheduling_gates)
+
+
+def is_waiting(pod: Pod) -> bool:
+    """Waiting to be scheduled: unbound, not finished, not gated."""
+    return not pod.spec.node_name and not is_terminal(pod) and not is_gated(pod)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from draplan.api.core_v1 import Pod
 from draplan.api.scheduling import PriorityClass
-from draplan.cluster.podresources import is_gated, is_terminal
+from draplan.cluster.podresources import is_gated, is_terminal, is_waiting
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
 
@@ -20,9 +20,19 @@ def priority_of(pod: Pod, classes: dict[str, PriorityClass], default: int) -> in
 
 
 def priority_table(state: ClusterState) -> tuple[dict[str, PriorityClass], int]:
+    """The PriorityClasses by name, and the globalDefault's value (0 without one)."""
+    return _PRIORITIES(state)
+
+
+def _priorities(state: ClusterState) -> tuple[dict[str, PriorityClass], int]:
     classes = {o.metadata.name: o for o in state.others if isinstance(o, PriorityClass)}
     default = next((pc.value for pc in classes.values() if pc.global_default), 0)
     return classes, default
+
+
+# A gang's members are put in queue order one gang at a time: a pass over the other objects
+# for each would cost gangs × objects.
+_PRIORITIES = PodsMemo(_priorities, pods=False)
 
 
 def sort_key(
@@ -40,7 +50,7 @@ def in_queue_order(state: ClusterState, pods: Iterable[Pod]) -> list[Pod]:
     """Those of `pods` that wait to be scheduled (unbound, not finished, not gated), in queue
     order."""
     classes, default = priority_table(state)
-    waiting = [p for p in pods if not p.spec.node_name and not is_terminal(p) and not is_gated(p)]
+    waiting = [p for p in pods if is_waiting(p)]
     waiting.sort(key=lambda p: sort_key(p, classes, default))
     return waiting
 

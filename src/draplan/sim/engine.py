@@ -24,7 +24,7 @@ from draplan.autoscaler.ca import least_waste
 from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.templates import NewNode, add_new_node
 from draplan.cluster.nodepools import POOL_LABEL
-from draplan.cluster.podresources import is_gated, is_terminal
+from draplan.cluster.podresources import is_waiting
 from draplan.cluster.state import ClusterState, key_of
 from draplan.grpcplugin import Judge, ca_chooser
 from draplan.scheduler import Profile, Scheduler, build_profile
@@ -217,11 +217,7 @@ class Simulation:
                     self._push(self.now + job.duration, FINISH, name)
 
     def _pending(self) -> list[Pod]:
-        return [
-            p
-            for p in self.state.pods.values()
-            if not p.spec.node_name and not is_terminal(p) and not is_gated(p)
-        ]
+        return [p for p in self.state.pods.values() if is_waiting(p)]
 
     def _tick(self) -> None:
         # Nothing changed since the last plan: the same plan would come out (upcoming nodes

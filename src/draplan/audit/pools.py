@@ -69,9 +69,7 @@ class PoolAdvisor:
         self.state.node_pools.clear()
         self.state.node_pools.update(pools)
         try:
-            autoscaler = Autoscaler(self.profile)
-            if self.scheduler is not None:
-                autoscaler.scheduler = self.scheduler
+            autoscaler = Autoscaler(self.profile, scheduler=self.scheduler)
             with self.state.forked():
                 return autoscaler.plan(self.state, scale_down=False)
         finally:

@@ -140,10 +140,12 @@ class Autoscaler:
         legacy: bool = False,
         gangs: bool = True,
         ca_choose: CAChooser | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
+        """`scheduler`: one of `profile` to plan with, kept by the caller (its evaluations)."""
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
-        self.scheduler = Scheduler(self.profile, gangs=gangs)
+        self.scheduler = scheduler or Scheduler(self.profile, gangs=gangs)
         self.quiet = Scheduler(self.profile, gangs=gangs, explain=False)
         self.capacities: dict[tuple[str, bytes], Capacity] = {}
         # Kept while one state is planned again and again: scale-down's per-node answers, and

@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import random
 from bisect import bisect_left, insort
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -113,7 +113,7 @@ class ShapeEvaluations:
     stale: set[str] = field(default_factory=set)
     # Answers replaced since (the newest last), by node: a version is unique to what the node
     # held, so when a fork is reverted (a plan's, a trial move's) its answers are valid again.
-    past: dict[str, list[NodeEval]] = field(default_factory=dict)
+    past: dict[str, deque[NodeEval]] = field(default_factory=dict)
     # Nodes that can never host the shape while their Node object and pools stay (a
     # Node-object filter fails, or too few devices match the selectors): those two, by name.
     impossible: dict[str, tuple[Node, tuple[Pool, ...]]] = field(default_factory=dict)
@@ -181,7 +181,9 @@ def _recalled(ev: ShapeEvaluations, name: str, version: tuple[int, int]) -> Node
     if kept:
         for i in range(len(kept) - 1, -1, -1):
             if kept[i].version == version:
-                return kept.pop(i)
+                found = kept[i]
+                del kept[i]
+                return found
     return None
 
 
@@ -318,7 +320,7 @@ class Evaluator:
         self._ids: dict[Hashable, int] = {}
         # Per node, its signatures at its last few versions (newest last): forks and their
         # reverts take nodes back and forth between versions.
-        self._signatures: dict[str, list[tuple[tuple[int, int], tuple[int, int, int], Usage]]] = {}
+        self._signatures: dict[str, deque[tuple[tuple[int, int], tuple[int, int, int], Usage]]] = {}
         self._statics: dict[str, tuple[Node, int]] = {}
         self._pools: dict[int, tuple[Pool, int, tuple[tuple[int, ...], ...]]] = {}
         self._dra: DraMemo = {}  # DynamicResources' answers by (claims, devices)
@@ -433,10 +435,8 @@ class Evaluator:
         )
         ids = (self._intern(full), self._intern(devices), static)
         if kept is None:
-            kept = self._signatures[name] = []
+            kept = self._signatures[name] = deque(maxlen=PAST)
         kept.append((version, ids, usage))
-        if len(kept) > PAST:
-            del kept[0]
         return ids, usage
 
     def signature(
@@ -516,10 +516,10 @@ class Evaluator:
         ev.stale.discard(name)
         old = ev.evals.pop(name, None) if result is None else ev.evals.get(name)
         if old is not None and (result is None or old.version != result.version):
-            kept = ev.past.setdefault(name, [])
+            kept = ev.past.get(name)
+            if kept is None:
+                kept = ev.past[name] = deque(maxlen=PAST)
             kept.append(old)
-            if len(kept) > PAST:
-                del kept[0]
         if old is not None and not old.status.ok:
             if old.status is not (result.status if result is not None else None):
                 if self.explain_failures:

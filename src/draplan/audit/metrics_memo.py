@@ -12,12 +12,13 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass
 from draplan.audit.poolstatus import PoolStatusMemo
 from draplan.audit.stranded import (
-    MEMO_ENTRIES,
     NodeStranded,
     RequestShape,
     StrandedMeter,
+    alike,
     pod_shape,
     read_set,
+    remember,
     signature,
 )
 from draplan.audit.tally import Tally, merged
@@ -139,20 +140,13 @@ class MetricsMemo:
         self.pool_parts, self.stranded_parts = {}, {}
 
     def classes_of(self, view: DeviceView) -> list[str]:
-        out = self.device_classes.get(view)
-        if out is None:
-            sig = signature(view, self._read)
-            out = self._by_signature.get(sig) if sig is not None else None
-            if out is None:
-                out = self._select(view)
-                if sig is not None:
-                    if len(self._by_signature) >= MEMO_ENTRIES:
-                        self._by_signature.clear()
-                    self._by_signature[sig] = out
-            if len(self.device_classes) >= MEMO_ENTRIES:
-                self.device_classes.clear()
-            self.device_classes[view] = out
-        return out
+        return alike(
+            self.device_classes,
+            self._by_signature,
+            view,
+            lambda: signature(view, self._read),
+            lambda: self._select(view),
+        )
 
     def _select(self, view: DeviceView) -> list[str]:
         out = []
@@ -167,9 +161,7 @@ class MetricsMemo:
     def accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
         got = self.grouped.get(pool)
         if got is None:
-            if len(self.grouped) >= MEMO_ENTRIES:
-                self.grouped.clear()
-            got = self.grouped[pool] = pool_accelerators(pool)
+            got = remember(self.grouped, pool, pool_accelerators(pool))
         return got
 
     def meter(

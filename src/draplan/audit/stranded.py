@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from draplan.allocator.capacity import consumption
 from draplan.api.core_v1 import Node, Pod
@@ -146,6 +146,40 @@ class NodeStranded(NamedTuple):
 
 
 MEMO_ENTRIES = 1 << 18  # per memo; dropped wholesale when full
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def remember(memo: dict[K, V], key: K, value: V) -> V:
+    """Keep `value` under `key` (a memo holding MEMO_ENTRIES starts over); `value`."""
+    if len(memo) >= MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def alike(
+    memo: dict[K, V],
+    by_signature: dict[Hashable, V],
+    key: K,
+    signature_of: Callable[[], Hashable | None],
+    compute: Callable[[], V],
+) -> V:
+    """What `memo` holds for `key`, else what a key of the same signature got (None: it
+    shares with none), else `compute()`; remembered in both."""
+    got = memo.get(key)
+    if got is None:
+        sig = signature_of()
+        got = by_signature.get(sig) if sig is not None else None
+        if got is None:
+            got = compute()
+            if sig is not None:
+                remember(by_signature, sig, got)
+        remember(memo, key, got)
+    return got
+
+
 NOTHING: Mapping[str, float] = MappingProxyType({})
 
 
@@ -227,16 +261,12 @@ class StrandedMeter:
             measured, key = seen[1], seen[2]
         else:
             measured, key = self._inputs(state, node)
-            if len(self._nodes) >= MEMO_ENTRIES:
-                self._nodes.clear()
-            self._nodes[name] = (version, measured, key)
+            remember(self._nodes, name, (version, measured, key))
         if key is None:
             return NodeStranded(measured, 0.0, NOTHING)
         got = self._measured.get(key)
         if got is None:
-            if len(self._measured) >= MEMO_ENTRIES:
-                self._measured.clear()
-            got = self._measured[key] = self._strand(*key)
+            got = remember(self._measured, key, self._strand(*key))
         return NodeStranded(measured, *got)
 
     def _inputs(self, state: ClusterState, node: Node) -> tuple[Measured, Inputs | None]:
@@ -283,9 +313,7 @@ class StrandedMeter:
                 and s.memory <= memory
                 and sum(min(e[k], s.device_count) for e in empty) >= s.device_count
             )
-            if len(self._fits_empty) >= MEMO_ENTRIES:
-                self._fits_empty.clear()
-            self._fits_empty[key] = got
+            remember(self._fits_empty, key, got)
         return got
 
     def _strand(
@@ -318,71 +346,45 @@ class StrandedMeter:
     def _own_accelerators(self, pool: Pool) -> tuple[Accelerator, ...]:
         got = self._accelerator_memo.get(pool)
         if got is None:
-            if len(self._accelerator_memo) >= MEMO_ENTRIES:
-                self._accelerator_memo.clear()
-            got = self._accelerator_memo[pool] = pool_accelerators(pool)
+            got = remember(self._accelerator_memo, pool, pool_accelerators(pool))
         return got
 
     def _own_classes(self, view: DeviceView) -> frozenset[str]:
-        got = self._class_memo.get(view)
-        if got is None:
-            sig = signature(view, self._read)
-            got = self._classes_alike.get(sig) if sig is not None else None
-            if got is None:
-                got = frozenset(
-                    c for c, sel in self._class_selectors.items() if _selects(sel, view)
-                )
-                if sig is not None:
-                    if len(self._classes_alike) >= MEMO_ENTRIES:
-                        self._classes_alike.clear()
-                    self._classes_alike[sig] = got
-            if len(self._class_memo) >= MEMO_ENTRIES:
-                self._class_memo.clear()
-            self._class_memo[view] = got
-        return got
+        return alike(
+            self._class_memo,
+            self._classes_alike,
+            view,
+            lambda: signature(view, self._read),
+            lambda: frozenset(c for c, sel in self._class_selectors.items() if _selects(sel, view)),
+        )
 
     def _serving(self, view: DeviceView) -> tuple[dict[str, int] | None, ...]:
         """Per demand, what one unit consumes of the device; None where the class or request
         selectors do not admit it or it cannot meet the capacity request."""
-        got = self._serves.get(view)
-        if got is None:
-            sig = signature(view, self._read)
-            got = self._serves_alike.get(sig) if sig is not None else None
-            if got is None:
-                classes = self._classes_of(view)
-                got = tuple(
-                    consumption(view, dict(capacity))
-                    if cls in classes
-                    and (not selectors or _selects(self._request_selectors[selectors], view))
-                    else None
-                    for cls, selectors, capacity in self.demands
-                )
-                if sig is not None:
-                    if len(self._serves_alike) >= MEMO_ENTRIES:
-                        self._serves_alike.clear()
-                    self._serves_alike[sig] = got
-            if len(self._serves) >= MEMO_ENTRIES:
-                self._serves.clear()
-            self._serves[view] = got
-        return got
+
+        def serving() -> tuple[dict[str, int] | None, ...]:
+            classes = self._classes_of(view)
+            return tuple(
+                consumption(view, dict(capacity))
+                if cls in classes
+                and (not selectors or _selects(self._request_selectors[selectors], view))
+                else None
+                for cls, selectors, capacity in self.demands
+            )
+
+        return alike(
+            self._serves, self._serves_alike, view, lambda: signature(view, self._read), serving
+        )
 
     def _empty(self, acc: Accelerator) -> tuple[int, ...]:
-        got = self._empty_units.get(acc)
-        if got is None:
+        def twins() -> Hashable | None:
             # A GPU of one device takes as its twins do: what it serves, its counters.
             sig = signature(acc.devices[0], self._read) if len(acc.devices) == 1 else None
-            key = None if sig is None else (sig, acc.counters)
-            got = self._empty_alike.get(key) if key is not None else None
-            if got is None:
-                got = self._units(None, acc)
-                if key is not None:
-                    if len(self._empty_alike) >= MEMO_ENTRIES:
-                        self._empty_alike.clear()
-                    self._empty_alike[key] = got
-            if len(self._empty_units) >= MEMO_ENTRIES:
-                self._empty_units.clear()
-            self._empty_units[acc] = got
-        return got
+            return None if sig is None else (sig, acc.counters)
+
+        return alike(
+            self._empty_units, self._empty_alike, acc, twins, lambda: self._units(None, acc)
+        )
 
     def _units(self, state: ClusterState | None, acc: Accelerator) -> tuple[int, ...]:
         """Per demand, how many units the accelerator takes at once (up to the most a shape

@@ -123,13 +123,8 @@ class _Collector:
         """Add the pool's part (`kept` from the last measure, if still right); the classes
         that select one of its GPUs."""
         part = kept.get(pool)
-        if part is not None:
-            where = part.where
-        else:
-            where = tuple(sorted({v.node_name for v in pool.devices if v.node_name is not None}))
-        # The ledgers of a node's devices move its version (of devices bound to none: "*").
-        version = self.state.version
-        key = tuple(version(n) for n in where) if where else version("")
+        where = part.where if part is not None else pool.bound_nodes()
+        key = self.state.ledgers_version(where)
         if part is None or part.key != key:
             part = self.pool_part(pool, where, key)
         self.memo.pool_parts[pool] = part
@@ -143,8 +138,7 @@ class _Collector:
 
     def pool_part(self, pool: Pool, where: tuple[str, ...], key: object) -> PoolPart:
         state = self.state
-        local = {v.node_name for v in pool.devices}
-        node = next(iter(local)) if len(local) == 1 else None
+        node = pool.sole_node()
         if (
             node is not None
             and not pool.counters

@@ -189,3 +189,12 @@ class Pool:
     counters: dict[CounterKey, int]
     incomplete: bool = False
     invalid: str = ""
+
+    def bound_nodes(self) -> tuple[str, ...]:
+        """The nodes its devices are bound to, in name order."""
+        return tuple(sorted({v.node_name for v in self.devices if v.node_name is not None}))
+
+    def sole_node(self) -> str | None:
+        """The node every one of its devices is bound to, if one is."""
+        local = {v.node_name for v in self.devices}
+        return next(iter(local)) if len(local) == 1 else None

@@ -557,6 +557,11 @@ class ClusterState:
     def version(self, node_name: str) -> tuple[int, int]:
         return (self.node_version.get("*") or 0, self.node_version.get(node_name) or 0)
 
+    def ledgers_version(self, nodes: tuple[str, ...]) -> object:
+        """What names the ledgers of devices bound to `nodes`: their versions (a device's
+        ledger moves its node's); of devices bound to none, every node's ("*")."""
+        return tuple(self.version(n) for n in nodes) if nodes else self.version("")
+
     def add_node(self, node: Node) -> None:
         self.nodes[node.metadata.name] = node
         # Slices may select nodes by label: a replaced Node object gathers its pools again.

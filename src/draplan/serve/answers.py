@@ -141,8 +141,10 @@ class Auditor:
                 made, scale_up = _plan_of(state, generation, autoscaler)
                 self._made = made
         with step:
+            node_pools = {name: part.pool for name, part in self._metrics.node_parts.items()}
+            waits = self._gang_waits(state)
             series = cluster_series(
-                state, diagnoses, metrics, scale_up, self._gang_waits(state), self._series
+                state, diagnoses, metrics, scale_up, waits, self._series, node_pools
             )
         docs = {"why": why_document(diagnoses), "metrics": metrics}
         bodies = {name: json_text(doc).encode() for name, doc in docs.items()}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.core_v1 import Pod
 from draplan.audit.why import Diagnosis
 from draplan.cluster.accelerators import allocated, is_accelerator
 from draplan.cluster.devices import DeviceView, Pool
@@ -60,42 +60,21 @@ class _PoolDevices:
 
 
 class SeriesMemo:
-    """What the series may keep between audits of one changing state: each node's node pool
-    and each resource pool's device counts, while their versions hold."""
+    """What the series may keep between audits of one changing state: each resource pool's
+    device counts, while its nodes' versions hold."""
 
     def __init__(self) -> None:
         self.state: ClusterState | None = None
-        self.node_pools: dict[str, tuple[Node, object, str]] = {}
         self.pools: dict[Pool, _PoolDevices] = {}
-
-    def node_pool_names(self, state: ClusterState) -> dict[str, str]:
-        """Each node's pool name (`nodepools.pool_name`)."""
-        if state is not self.state:  # node versions are one state's
-            self.state, self.node_pools, self.pools = state, {}, {}
-        pools_key = tuple(state.node_pools.items())
-        kept, self.node_pools = self.node_pools, {}
-        out = {}
-        for name, node in state.nodes.items():
-            seen = kept.get(name)
-            if seen is None or seen[0] is not node or seen[1] != pools_key:
-                seen = (node, pools_key, pool_name(state, node))
-            self.node_pools[name] = seen
-            out[name] = seen[2]
-        return out
 
     def pool(self, state: ClusterState, pool: Pool, kept: dict[Pool, _PoolDevices]) -> _PoolDevices:
         got = kept.get(pool)
-        where = got.where if got is not None else _bound_to(pool)
-        # The ledgers of a node's devices move its version (of devices bound to none: "*").
-        key = tuple(state.version(n) for n in where) if where else state.version("")
+        where = got.where if got is not None else pool.bound_nodes()
+        key = state.ledgers_version(where)
         if got is None or got.key != key:
             got = _count(state, pool, where, key)
         self.pools[pool] = got
         return got
-
-
-def _bound_to(pool: Pool) -> tuple[str, ...]:
-    return tuple(sorted({v.node_name for v in pool.devices if v.node_name is not None}))
 
 
 def _count(state: ClusterState, pool: Pool, where: tuple[str, ...], key: object) -> _PoolDevices:
@@ -109,18 +88,17 @@ def _count(state: ClusterState, pool: Pool, where: tuple[str, ...], key: object)
         labels = (view.driver, pool.id[1], model)
         total[labels] += 1
         taken[labels] += allocated(state, view)
-    local = {v.node_name for v in pool.devices}
     return _PoolDevices(
         where,
         key,
-        next(iter(local)) if len(local) == 1 else None,
+        pool.sole_node(),
         tuple((k, n, taken[k]) for k, n in total.items()),
         first,
     )
 
 
 def _devices(
-    state: ClusterState, node_pools: dict[str, str], memo: SeriesMemo
+    state: ClusterState, node_pools: Mapping[str, str], memo: SeriesMemo
 ) -> tuple[Family, Family, dict[str, str]]:
     """Devices and allocated devices per (driver, resource pool, node pool, model), and each
     node's accelerator model. A pool that several nodes see is counted once."""
@@ -128,6 +106,8 @@ def _devices(
     taken: Counter[Labels] = Counter()
     node_model: dict[str, str] = {}
     seen: set[tuple[str, str]] = set()
+    if state is not memo.state:  # node versions are one state's
+        memo.state, memo.pools = state, {}
     kept, memo.pools = memo.pools, {}
     for name, node in sorted(state.nodes.items()):
         for pool in state.pools_for_node(node):
@@ -152,7 +132,7 @@ def _devices(
 
 
 def _stranded(
-    doc: dict[str, Any], node_model: dict[str, str], node_pools: dict[str, str]
+    doc: dict[str, Any], node_model: dict[str, str], node_pools: Mapping[str, str]
 ) -> list[Family]:
     gpus: Counter[Labels] = Counter()
     free: Counter[Labels] = Counter()
@@ -229,11 +209,14 @@ def cluster_series(
     plan: dict[str, Any],
     gang_waits: Sequence[float],
     memo: SeriesMemo | None = None,
+    node_pools: Mapping[str, str] | None = None,
 ) -> tuple[Family, ...]:
     """Every cluster series of one audit; `gang_waits` are the waiting gangs' ages in seconds;
-    a `memo` kept from the audits before spares counting again what did not change."""
+    a `memo` kept from the audits before spares counting again what did not change, and
+    `node_pools` are each node's pool name if the caller has them (a measure's)."""
     memo = memo or SeriesMemo()
-    node_pools = memo.node_pool_names(state)
+    if node_pools is None:
+        node_pools = {name: pool_name(state, node) for name, node in state.nodes.items()}
     devices, allocated_devices, node_model = _devices(state, node_pools, memo)
     pending: Counter[Labels] = Counter((d.category, d.pod[0]) for d in diagnoses)
     planned: defaultdict[Labels, float] = defaultdict(float)

@@ -70,7 +70,7 @@ class Placer(Scheduler):
             result = super().schedule_pod(state, pod)
         finally:
             self._prefiltered = None
-        if result.node is None and key_of(pod) not in self._gangs:
+        if result.node is None and result.monotone and key_of(pod) not in self._gangs:
             self._hopeless.add(shape)
         return result
 

@@ -12,8 +12,10 @@ earlier run left pending (every unchanged node refused it) goes to the best of `
 nowhere; a pod whose earlier node changed is scheduled over every node. Wherever the outcome
 differs, both nodes join `changed`; gangs are scheduled in full and their nodes join it. Each
 outcome is the real scheduler's, only over fewer nodes: the state after the run is the state
-a full run gives. (With random tie-breaks the draw depends on the nodes tied, so the queue is
-run in full.)
+a full run gives. That holds only when the best node follows from each node's own answer
+(`Profile.local_choice`): with random tie-breaks, scores normalized over the nodes scored,
+only some feasible nodes scored (percentageOfNodesToScore) or plugins that read other nodes,
+the queue is run in full.
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ class ExistingFit:
         last = self._last
         if state is not self._state or last is None or len(queue) != len(last.queue):
             return None
-        if scheduler.profile.ties != "name":
-            return None  # a random tie-break draws among the tied nodes it is shown
+        if not scheduler.profile.local_choice:
+            return None  # the best node depends on more than each node's own answer
         for now, then in zip(queue, last.queue, strict=True):
             if (
                 now.pod is not then.pod

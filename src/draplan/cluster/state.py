@@ -245,6 +245,10 @@ class ClusterState:
         # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
         self.node_version: LayeredDict[str, int] = LayeredDict()
         self.change_log: list[str] = []
+        # Per scheduler profile, kube-scheduler's nextStartNodeIndex: where the next cycle
+        # starts looking for feasible nodes. Kept with the state, so a fork's trial cycles
+        # leave it as it was once reverted.
+        self.search_start: LayeredDict[str, int] = LayeredDict()
         self._clock = itertools.count(1)
         # Per fork layer, the pools each node sees; a layer without a slice change since it
         # was forked reads the layers below too (their Pool objects, kept by identity in
@@ -266,6 +270,7 @@ class ClusterState:
             self.counters,
             self.node_requested,
             self.node_version,
+            self.search_start,
         )
 
     # --- building ------------------------------------------------------------------------

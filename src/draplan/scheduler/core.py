@@ -2,11 +2,11 @@
 and gangs placed all or nothing in one cycle, inside their topology domain when they have one.
 
 It never assumes nodes are real: the autoscaler runs it on a forked state with template nodes.
-Preemption is out of scope.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -15,14 +15,21 @@ from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler.evaluations import Evaluator
-from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
+from draplan.scheduler.evaluations import Evaluator, NodeStatuses, Selection, ShapeEvaluations
+from draplan.scheduler.framework import (
+    Code,
+    CycleState,
+    PodInfo,
+    PostFilterResult,
+    Status,
+    encode_shape,
+)
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
-from draplan.scheduler.reasons import FitReason, fit_error, pod_level
+from draplan.scheduler.reasons import FitReason, fit_error, pod_level, with_post_filter
 
 GANG_INCOMPLETE = "GangIncomplete"
 GANG_UNPLACEABLE = "GangUnplaceable"
@@ -39,6 +46,10 @@ class PodResult:
     claims: list[ResourceClaim] = field(default_factory=list)
     reason: FitReason | None = None
     gang: str = ""
+    # False when a cluster filter (one that reads other nodes) took part in a failure: placing
+    # other pods may then make the pod fit, unlike a failure on what nodes hold.
+    monotone: bool = True
+    nominated: str = ""  # the node a PostFilter plugin (preemption) nominated it to
 
 
 def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> bytes:
@@ -69,6 +80,10 @@ class Scheduler:
     # --- one pod -------------------------------------------------------------------------
 
     def _pre_filter(self, state: ClusterState, pod: Pod) -> tuple[PodInfo, CycleState, Status]:
+        """DynamicResources' PreFilter first (its claims make the pod's shape), then the
+        others in profile order; a plugin saying SKIP is not asked to Filter. The status is
+        kube-scheduler's: the first UnschedulableAndUnresolvable stops, else the last
+        Unschedulable."""
         cycle = CycleState()
         requests = pod_requests(pod)
         status = self.profile.dra.pre_filter(state, cycle, PodInfo(pod, key_of(pod), requests, b""))
@@ -76,11 +91,17 @@ class Scheduler:
         claims = dra.claims if isinstance(dra, DraState) else []
         info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
         status = status.with_plugin(DYNAMIC_RESOURCES)
-        if status.ok:
+        if status.code == Code.SKIP:
+            cycle.skip_filter.add(DYNAMIC_RESOURCES)
+        if status.ok or status.code == Code.UNSCHEDULABLE:
             for plugin in self.profile.pre_filters:
                 more = plugin.pre_filter(state, cycle, info)
-                if not more.ok:
-                    return info, cycle, more.with_plugin(plugin.name)
+                if more.code == Code.SKIP:
+                    cycle.skip_filter.add(plugin.name)
+                elif not more.ok:
+                    status = more.with_plugin(plugin.name)
+                    if more.code != Code.UNSCHEDULABLE:
+                        break
         return info, cycle, status
 
     def shape_of(self, state: ClusterState, pod: Pod) -> bytes:
@@ -100,39 +121,100 @@ class Scheduler:
             return status, {}
         ev = self.evaluator.refresh(state, cycle, info)
         self.evaluator.explain(state, cycle, info, ev)
-        return status, {name: ev.evals[name].status for name in sorted(ev.evals)}
+        statuses = NodeStatuses(self.evaluator, state, cycle, info, ev, sorted(ev.evals), {})
+        return status, dict(statuses.items())
 
     def schedule_pod(
         self, state: ClusterState, pod: Pod, candidates: list[str] | None = None
     ) -> PodResult:
-        """One scheduling cycle for one pod; binds it on success."""
+        """One scheduling cycle for one pod; binds it on success. `candidates`: only those
+        nodes (draplan's own trials), tried in that order; the scheduler's place in its node
+        order is then left as it was."""
         info, cycle, status = self._pre_filter(state, pod)
         if not status.ok:
             total = len(candidates) if candidates is not None else len(state.nodes)
             code = "Error" if status.code == Code.ERROR else "PreFilter"
-            return PodResult(info.key, pod, reason=pod_level(status.reasons[0], code, total))
+            reason, found = self._post_filter(
+                state, cycle, info, pod_level(status.reasons[0], code, total)
+            )
+            return PodResult(info.key, pod, reason=reason, nominated=_nominated(found))
         evaluator = self.evaluator
         if candidates is None:
             ev = evaluator.refresh(state, cycle, info)
-            chosen = evaluator.best(state, ev, info)
         else:
-            chosen = evaluator.best_among(state, cycle, info, candidates)
-            ev = evaluator.of(cycle, info)
-        while chosen is not None and ev.evals[chosen].origin:
+            ev = evaluator.refresh_only(state, cycle, info, candidates)
+        chosen = evaluator.select(state, cycle, info, ev, candidates)
+        while chosen.node is not None and ev.evals[chosen.node].origin:
             # An answer shared with an identical node: evaluate the chosen node itself.
-            evaluator.confirm(state, cycle, info, ev, chosen)
-            if candidates is None:
-                chosen = evaluator.best(state, ev, info)
-            else:
-                chosen = evaluator.best_among(state, cycle, info, candidates)
-        if chosen is None:
-            if candidates is None:
-                # Every node has an entry after refresh (len(state.nodes) would walk them).
-                reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals))
-            else:
-                reason = evaluator.fit_error_among(state, cycle, info, ev, candidates)
+            shared = ev.evals[chosen.node]
+            evaluator.confirm(state, cycle, info, ev, chosen.node)
+            own = ev.evals[chosen.node]
+            if own.status.ok and own.score == shared.score and own.raw == shared.raw:
+                break
+            chosen = evaluator.select(state, cycle, info, ev, candidates)
+        if candidates is None and ev.evals and chosen.processed % len(ev.evals):
+            # kube-scheduler's nextStartNodeIndex moves past the nodes this cycle went through.
+            name = self.profile.name
+            here = state.search_start.get(name) or 0
+            state.search_start[name] = (here + chosen.processed) % len(ev.evals)
+        if chosen.error is not None:
+            reason = pod_level(chosen.error.reasons[0], "Error", len(ev.evals))
             return PodResult(info.key, pod, reason=reason)
-        return self._bind(state, cycle, info, chosen, ev.evals[chosen].details)
+        if chosen.node is None:
+            return self._unschedulable(state, cycle, info, ev, chosen, candidates)
+        return self._bind(state, cycle, info, chosen.node, ev.evals[chosen.node].details)
+
+    def _unschedulable(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        info: PodInfo,
+        ev: ShapeEvaluations,
+        chosen: Selection,
+        candidates: list[str] | None,
+    ) -> PodResult:
+        evaluator = self.evaluator
+        if candidates is None:
+            # Every node has an entry after refresh (len(state.nodes) would walk them).
+            reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals), chosen.failed)
+        else:
+            reason = evaluator.fit_error_among(state, cycle, info, ev, candidates, chosen.failed)
+        found = None
+        if self.profile.post_filters:
+            names = candidates if candidates is not None else list(ev.evals)
+            statuses = NodeStatuses(evaluator, state, cycle, info, ev, names, chosen.failed)
+            reason, found = self._post_filter(state, cycle, info, reason, statuses)
+        return PodResult(
+            info.key,
+            info.pod,
+            reason=reason,
+            monotone=not evaluator.cluster_active(cycle),
+            nominated=_nominated(found),
+        )
+
+    def _post_filter(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        info: PodInfo,
+        reason: FitReason,
+        statuses: Mapping[str, Status] | None = None,
+    ) -> tuple[FitReason, PostFilterResult | None]:
+        """RunPostFilterPlugins: in order until one succeeds (its PostFilterResult is the
+        nomination, and nothing joins the message) or fails other than Unschedulable (its
+        reasons alone join it); else the reasons of all, joined, end the FailedScheduling
+        message."""
+        reasons: list[str] = []
+        for plugin in self.profile.post_filters:
+            status = plugin.post_filter(state, cycle, info, statuses or {})
+            if status.ok:
+                found = status.detail if isinstance(status.detail, PostFilterResult) else None
+                return reason, found
+            if status.code != Code.UNSCHEDULABLE:
+                reasons = list(status.reasons)
+                break
+            reasons.extend(status.reasons)
+        return with_post_filter(reason, reasons), None
 
     def _bind(
         self,
@@ -356,6 +438,10 @@ def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
         return pod
     status = msgspec.structs.replace(pod.status, resource_claim_statuses=tuple(statuses))
     return msgspec.structs.replace(pod, status=status)
+
+
+def _nominated(found: PostFilterResult | None) -> str:
+    return found.nominated_node if found is not None else ""
 
 
 def unbound(pod: Pod) -> Pod:

@@ -25,19 +25,25 @@ claims already allocated) never share. A shared answer may name other devices th
 own choice (`NodeEval.origin`): the scheduler evaluates the chosen node itself before Reserve,
 and a failure's allocator evidence is recomputed for the nodes it is shown for.
 
-Ties between the best nodes go to the smallest node name, or (profile.ties "random") to a
-uniformly random one, as kube-scheduler's selectHost does, from a seeded generator.
+Choosing the node is kube-scheduler's: the nodes are tried in its order from where the last
+cycle stopped (scheduler.nodeorder) until `num_feasible_to_find` pass every filter — the
+cached node-local answers, then the cluster plugins' filters, which are never cached (see
+scheduler.framework) — and only those are scored: the node-local scores cached per node (a
+weighted sum, and the raw scores of the plugins that normalize), the cluster plugins' scores
+computed then, NormalizeScore over the nodes scored, the weighted sum. Ties between the best
+nodes go to the smallest node name, or (profile.ties "random") to a uniformly random one, as
+kube-scheduler's selectHost does, drawn from a generator seeded with the profile's seed and
+the pod.
 """
 
 from __future__ import annotations
 
-import heapq
 import random
 from bisect import bisect_left, insort
 from collections import Counter, deque
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -47,7 +53,16 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.devices import Pool
 from draplan.cluster.state import ClusterState, ObjectKey, SharedUse, key_of
-from draplan.scheduler.framework import Code, CycleState, PodInfo, Status, encode_shape
+from draplan.scheduler.framework import (
+    Code,
+    CycleState,
+    NodeScore,
+    PodInfo,
+    Status,
+    encode_shape,
+    is_cluster,
+)
+from draplan.scheduler.nodeorder import NodeOrder, num_feasible_to_find
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
@@ -74,13 +89,15 @@ PAST = 3  # answers (per shape) and signatures kept per node for versions a reve
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
+T = TypeVar("T", str, int)
 
 
 @dataclass(slots=True)
 class NodeEval:
     version: tuple[int, int]
     status: Status
-    score: float = 0.0
+    score: float = 0.0  # the weighted sum of the node-local scores that do not normalize
+    raw: tuple[int, ...] = ()  # the raw scores of those that do (Profile.normalized_scores)
     details: dict[str, Any] = field(default_factory=dict)
     # Set when the answer was computed for another identical node or another pod shape on
     # identical devices (its allocation may differ from this node's own): that node's name.
@@ -90,19 +107,35 @@ class NodeEval:
     exact: bool = True  # False: known not to fit, but the status is another filter's
 
 
+@dataclass(frozen=True)
+class Selection:
+    """A cycle's outcome: the node chosen (None: no feasible node), how many nodes the search
+    for feasible ones went through (kube-scheduler's processedNodes), the cluster filters'
+    failures found on the way, and a plugin's error (PreScore) if one stopped the cycle."""
+
+    node: str | None
+    processed: int
+    failed: dict[str, Status] = field(default_factory=dict)
+    error: Status | None = None
+
+
 @dataclass
 class ShapeEvaluations:
     cursor: int = -1
     evals: dict[str, NodeEval] = field(default_factory=dict)
-    heap: list[tuple[float, str]] = field(default_factory=list)
+    # The nodes every node-local filter passes, their places in the node order (sorted, for
+    # that order's `epoch`), and how many of them have each vector of raw normalized scores.
+    feasible: set[str] = field(default_factory=set)
+    places: list[int] = field(default_factory=list)
+    epoch: int = -1
+    raws: Counter[tuple[int, ...]] = field(default_factory=Counter)
     shared: bool = False  # may identical nodes share this shape's answers
     merged: bool = False  # pods of this shape name different claims
     claims: int = -1  # the claims of the shape, for DynamicResources' shared answers
     claimed: bool = False  # the shape has claims to allocate
-    # By node signature: (status, score, details, computed on, for pod, itself borrowed).
-    memo: dict[int, tuple[Status, float, dict[str, Any], str, ObjectKey | None, bool]] = field(
-        default_factory=dict
-    )
+    # By node signature: the answer (its version, pod and usage aside), computed on which
+    # node, and whether that answer was itself borrowed.
+    memo: dict[int, tuple[NodeEval, str, bool]] = field(default_factory=dict)
     node_object: dict[int, Status | None] = field(default_factory=dict)  # by Node object kind
     # Failures counted as fit_error counts them, kept up to date as nodes change.
     printed: Counter[str] = field(default_factory=Counter)
@@ -117,16 +150,13 @@ class ShapeEvaluations:
     # Nodes that can never host the shape while their Node object and pools stay (a
     # Node-object filter fails, or too few devices match the selectors): those two, by name.
     impossible: dict[str, tuple[Node, tuple[Pool, ...]]] = field(default_factory=dict)
-    # Random ties: feasible nodes by score (sorted names), and a heap of the scores present.
-    buckets: dict[float, list[str]] = field(default_factory=dict)
-    slot: dict[str, float] = field(default_factory=dict)
-    tops: list[float] = field(default_factory=list)
 
 
 def evaluate_node(
     profile: Profile, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node
 ) -> NodeEval:
-    """Run every filter (stopping at the first failure), then the weighted scores."""
+    """Run every node-local filter (stopping at the first failure), then the node-local
+    scores."""
     return _evaluate(profile, state, cycle, pod, node, 0, None, None)
 
 
@@ -140,14 +170,14 @@ def _evaluate(
     dra: tuple[DraMemo, tuple[int, int]] | None,
     version: tuple[int, int] | None,
 ) -> NodeEval:
-    """Filters from index `start` (those before it passed), then the scores; DynamicResources'
-    answer from `dra` (memo, key) when given."""
+    """Node-local filters from index `start` (those before it passed), then the node-local
+    scores; DynamicResources' answer from `dra` (memo, key) when given."""
     name = node.metadata.name
     if version is None:
         version = state.version(name)
     details: dict[str, Any] = {}
     origin = ""
-    filters = profile.filters
+    filters = profile.local_filters
     for i in range(start, len(filters)):
         plugin = filters[i]
         if dra is not None and plugin is profile.dra:
@@ -171,8 +201,11 @@ def _evaluate(
         if status.detail is not None:
             details[plugin.name] = status.detail
             cycle.data[(plugin.name, name)] = status.detail
-    score = sum(weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.scores)
-    return NodeEval(version, Status(), score, details, origin)
+    score = sum(
+        weight * plugin.score(state, cycle, pod, node) for plugin, weight in profile.plain_scores
+    )
+    raw = tuple(int(p.score(state, cycle, pod, node)) for p, _ in profile.normalized_scores)
+    return NodeEval(version, Status(), score, raw, details, origin)
 
 
 def _recalled(ev: ShapeEvaluations, name: str, version: tuple[int, int]) -> NodeEval | None:
@@ -194,11 +227,11 @@ def _add(names: list[str], name: str) -> None:
         names.insert(i, name)
 
 
-def _discard(names: list[str], name: str) -> None:
-    """Remove `name` from the sorted list `names` if there."""
-    i = bisect_left(names, name)
-    if i < len(names) and names[i] == name:
-        del names[i]
+def _discard(items: list[T], item: T) -> None:
+    """Remove `item` from the sorted list `items` if there."""
+    i = bisect_left(items, item)
+    if i < len(items) and items[i] == item:
+        del items[i]
 
 
 def _final(status: Status) -> bool:
@@ -302,20 +335,22 @@ class Evaluator:
         self.profile = profile
         self.explain_failures = explain
         self.shapes: dict[bytes, ShapeEvaluations] = {}
-        self.rng = random.Random(profile.seed)
         self.random_ties = profile.ties == "random"
         self._dra_shared = not any(p.name in READS_ALLOCATION for p, _ in profile.scores)
         self._extra = [
             p.signature
             for p in (*profile.filters, *(p for p, _ in profile.scores))
-            if callable(getattr(p, "signature", None))
+            if not is_cluster(p) and callable(getattr(p, "signature", None))
         ]
+        local = profile.local_filters
         prefix = 0
-        while prefix < len(profile.filters) and profile.filters[prefix].name in NODE_OBJECT_FILTERS:
+        while prefix < len(local) and local[prefix].name in NODE_OBJECT_FILTERS:
             prefix += 1
         self._prefix = prefix  # the leading filters that read only the Node object
         # A node that only gets fuller never starts to fit (true of these filters).
-        self._monotone = all(p.name in MONOTONE_FILTERS for p in profile.filters)
+        self._monotone = all(p.name in MONOTONE_FILTERS for p in local)
+        self.filter_place = {p.name: i for i, p in enumerate(profile.filters)}
+        self._order = NodeOrder()
         self._state: ClusterState | None = None
         self._ids: dict[Hashable, int] = {}
         # Per node, its signatures at its last few versions (newest last): forks and their
@@ -469,16 +504,25 @@ class Evaluator:
         (full, devices, static), usage = self._node_state(state, node, version)
         hit = ev.memo.get(full)
         if hit is not None:
-            status, score, details, source, owner, borrowed = hit
+            known, source, borrowed = hit
             origin = source if borrowed or source != name else ""
-            kept = usage if not status.ok else None
-            return NodeEval(version, status, score, details, origin, owner, kept)
+            kept = usage if not known.status.ok else None
+            return NodeEval(
+                version,
+                known.status,
+                known.score,
+                known.raw,
+                known.details,
+                origin,
+                known.pod,
+                kept,
+            )
         failed: Status | None = None
         if self._prefix:
             if static in ev.node_object:
                 failed = ev.node_object[static]
             else:
-                for plugin in self.profile.filters[: self._prefix]:
+                for plugin in self.profile.local_filters[: self._prefix]:
                     status = plugin.filter(state, cycle, pod, node)
                     if not status.ok:
                         failed = status.with_plugin(plugin.name)
@@ -487,10 +531,10 @@ class Evaluator:
         if failed is not None:
             result = NodeEval(version, failed)
         elif self._dra_shared:
-            known = self._dra.get((ev.claims, devices)) if not exact and ev.claimed else None
-            if known is not None and _final(known[0]):
+            shared = self._dra.get((ev.claims, devices)) if not exact and ev.claimed else None
+            if shared is not None and _final(shared[0]):
                 return NodeEval(
-                    version, known[0], origin=known[1], pod=pod.key, usage=usage, exact=False
+                    version, shared[0], origin=shared[1], pod=pod.key, usage=usage, exact=False
                 )
             dra = (self._dra, (ev.claims, devices))
             result = _evaluate(self.profile, state, cycle, pod, node, self._prefix, dra, version)
@@ -501,14 +545,7 @@ class Evaluator:
             result.usage = usage
         if len(ev.memo) >= MEMO_ENTRIES:
             ev.memo.clear()
-        ev.memo[full] = (
-            result.status,
-            result.score,
-            result.details,
-            result.origin or name,
-            pod.key,
-            bool(result.origin),
-        )
+        ev.memo[full] = (result, result.origin or name, bool(result.origin))
         return result
 
     def _store(self, ev: ShapeEvaluations, name: str, result: NodeEval | None) -> None:
@@ -534,22 +571,30 @@ class Evaluator:
                 tally(ev.printed, ev.codes, result.status, 1)
                 if isinstance(result.status.detail, Reason):
                     _add(ev.reasoned, name)
-        if not self.random_ties:
-            if result is not None and result.status.ok:
-                heapq.heappush(ev.heap, (-result.score, name))
+        was = old is not None and old.status.ok
+        now = result is not None and result.status.ok
+        if was:
+            assert old is not None
+            ev.raws[old.raw] -= 1
+            if not ev.raws[old.raw]:
+                del ev.raws[old.raw]
+        if now:
+            assert result is not None
+            ev.raws[result.raw] += 1
+        if was == now:
             return
-        score = ev.slot.pop(name, None)
-        if score is not None:
-            members = ev.buckets[score]
-            del members[bisect_left(members, name)]
-        if result is not None and result.status.ok:
-            bucket = ev.buckets.get(result.score)
-            if bucket is None:
-                bucket = ev.buckets[result.score] = []
-            if not bucket:
-                heapq.heappush(ev.tops, -result.score)
-            ev.slot[name] = result.score
-            insort(bucket, name)
+        if now:
+            ev.feasible.add(name)
+        else:
+            ev.feasible.discard(name)
+        if ev.epoch == self._order.epoch:
+            place = self._order.position.get(name)
+            if place is None:
+                ev.epoch = -1  # a node the order does not have yet: placed when it does
+            elif now:
+                insort(ev.places, place)
+            else:
+                _discard(ev.places, place)
 
     def refresh(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> ShapeEvaluations:
         if state is not self._state:
@@ -559,16 +604,15 @@ class Evaluator:
         if changed is None:
             todo = list(state.nodes.keys())
             ev.evals.clear()
-            ev.heap.clear()
+            ev.feasible.clear()
+            ev.places.clear()
+            ev.raws.clear()
             ev.printed.clear()
             ev.codes.clear()
             ev.reasoned.clear()
             ev.stale.clear()
             ev.past.clear()
             ev.impossible.clear()
-            ev.buckets.clear()
-            ev.slot.clear()
-            ev.tops.clear()
         else:
             todo = changed
         ev.cursor = len(state.change_log)
@@ -703,63 +747,162 @@ class Evaluator:
 
     # --- the best node ---------------------------------------------------------------------
 
-    def _valid(self, state: ClusterState, ev: ShapeEvaluations, name: str, score: float) -> bool:
-        current = ev.evals.get(name)
-        return (
-            current is not None
-            and current.status.ok
-            and current.score == score
-            and current.version == state.version(name)
-            and name in state.nodes
-        )
+    def _places(self, ev: ShapeEvaluations) -> list[int]:
+        """The places in the node order of the nodes every node-local filter passes."""
+        order = self._order
+        if ev.epoch != order.epoch:
+            position = order.position
+            ev.places = sorted(position[name] for name in ev.feasible if name in position)
+            ev.epoch = order.epoch
+        return ev.places
 
-    def _pick(self, tied: Sequence[str], pod: PodInfo | None) -> str:
+    def _pick(self, tied: Sequence[str], pod: PodInfo) -> str:
         """A uniformly random one of `tied` (sorted): drawn from a generator seeded with the
         profile's seed and the pod, so the choice does not depend on the order nodes were
         evaluated in or on how many answers were shared."""
-        if pod is None:
-            return tied[self.rng.randrange(len(tied))]
         draw = random.Random(f"{self.profile.seed}/{pod.key[0]}/{pod.key[1]}")
         return tied[draw.randrange(len(tied))]
 
-    def best(
-        self, state: ClusterState, ev: ShapeEvaluations, pod: PodInfo | None = None
-    ) -> str | None:
-        """The highest-scoring feasible node (ties: the smallest name, or a random one)."""
-        if self.random_ties:
-            while ev.tops:
-                bucket = ev.buckets.get(-ev.tops[0])
-                if bucket:
-                    return self._pick(bucket, pod)
-                heapq.heappop(ev.tops)
-            return None
-        heap = ev.heap
-        while heap:
-            neg, name = heap[0]
-            if self._valid(state, ev, name, -neg):
-                return name
-            heapq.heappop(heap)
+    def cluster_status(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        node: Node,
+        before: int | None = None,
+    ) -> Status | None:
+        """The first failure of the cluster filters this pod runs (those placed before the
+        filter numbered `before` only), or None."""
+        for place, plugin in self.profile.cluster_filters:
+            if before is not None and place >= before:
+                break
+            if plugin.name in cycle.skip_filter:
+                continue
+            status: Status = plugin.filter(state, cycle, pod, node)
+            if not status.ok:
+                return status if status.plugin == plugin.name else status.with_plugin(plugin.name)
         return None
 
-    def best_among(
-        self, state: ClusterState, cycle: CycleState, pod: PodInfo, candidates: list[str]
-    ) -> str | None:
-        ev = self.refresh_only(state, cycle, pod, candidates)
-        top: float | None = None
-        tied: list[str] = []
-        for name in candidates:
-            e = ev.evals.get(name)
-            if e is None or not e.status.ok:
+    def _search(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        names: Sequence[str],
+        places: list[int],
+        start: int,
+        wanted: int,
+    ) -> tuple[list[str], int, dict[str, Status]]:
+        """The first `wanted` feasible nodes from `start` on (their places sorted in
+        `places`), how many nodes the search went through, and the cluster filters' failures
+        on the way."""
+        n = len(names)
+        m = len(places)
+        i = bisect_left(places, start)
+        active = any(p.name not in cycle.skip_filter for _, p in self.profile.cluster_filters)
+        if not active:
+            if m <= wanted:
+                return [names[p] for p in places], n, {}
+            chosen = places[i : i + wanted]
+            if len(chosen) < wanted:
+                chosen += places[: wanted - len(chosen)]
+            return [names[p] for p in chosen], (chosen[-1] - start) % n + 1, {}
+        found: list[str] = []
+        failed: dict[str, Status] = {}
+        nodes = state.nodes
+        for j in range(m):
+            place = places[(i + j) % m]
+            name = names[place]
+            status = self.cluster_status(state, cycle, pod, nodes[name])
+            if status is not None:
+                failed[name] = status
                 continue
-            if top is None or e.score > top:
-                top, tied = e.score, [name]
-            elif e.score == top:
-                tied.append(name)
-        if not tied:
-            return None
-        if self.random_ties:
-            return self._pick(tied, pod)
-        return min(tied)
+            found.append(name)
+            if len(found) == wanted:
+                return found, (place - start) % n + 1, failed
+        return found, n, failed
+
+    def select(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        candidates: Sequence[str] | None = None,
+    ) -> Selection:
+        """The node kube-scheduler binds `pod` to (see the module's note), with the evaluations
+        of `ev` up to date. `candidates`: only those nodes, tried in that order from the first
+        (draplan's own trials: a template node, a topology domain); otherwise every node in
+        the scheduler's order from where the last cycle stopped."""
+        evals = ev.evals
+        if candidates is None:
+            self._order.sync(state)
+            names: Sequence[str] = self._order.names
+            start = (state.search_start.get(self.profile.name) or 0) % max(len(names), 1)
+            places = self._places(ev)
+        else:
+            names, start = candidates, 0
+            places = [i for i, name in enumerate(names) if (e := evals.get(name)) and e.status.ok]
+        wanted = num_feasible_to_find(self.profile.percentage, len(names))
+        if not self.profile.scores:
+            wanted = min(wanted, 1)  # nothing to score: the first feasible node
+        found, processed, failed = self._search(state, cycle, pod, names, places, start, wanted)
+        if len(found) <= 1:
+            return Selection(found[0] if found else None, processed, failed)
+        totals = self._totals(state, cycle, pod, ev, found)
+        if isinstance(totals, Status):
+            return Selection(None, processed, failed, totals)
+        best = max(totals.values())
+        tied = sorted(name for name, total in totals.items() if total == best)
+        node = self._pick(tied, pod) if self.random_ties and len(tied) > 1 else tied[0]
+        return Selection(node, processed, failed)
+
+    def _totals(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        found: list[str],
+    ) -> dict[str, float] | Status:
+        """PreScore, Score, NormalizeScore and the weighted sum over the nodes `found`."""
+        evals = ev.evals
+        totals = {name: evals[name].score for name in found}
+        normalized = self.profile.normalized_scores
+        if normalized:
+            # Equal raw scores normalize to equal values: one node tells them all.
+            scored = found if len(ev.raws) > 1 else found[:1]
+            for j, (plugin, weight) in enumerate(normalized):
+                scores = [NodeScore(name, evals[name].raw[j]) for name in scored]
+                plugin.normalize_score(state, cycle, pod, scores)
+                if len(scored) == 1:
+                    for name in found:
+                        totals[name] += weight * scores[0].score
+                else:
+                    for item in scores:
+                        totals[item.name] += weight * item.score
+        cluster = self.profile.cluster_scores
+        if cluster:
+            nodes = [state.nodes[name] for name in found]
+            for plugin, _ in cluster:
+                if callable(getattr(plugin, "pre_score", None)):
+                    status: Status = plugin.pre_score(state, cycle, pod, nodes)
+                    if status.code == Code.SKIP:
+                        cycle.skip_score.add(plugin.name)
+                    elif not status.ok:
+                        return status.with_plugin(plugin.name)
+            for plugin, weight in cluster:
+                if plugin.name in cycle.skip_score:
+                    continue
+                scores = [
+                    NodeScore(node.metadata.name, int(plugin.score(state, cycle, pod, node)))
+                    for node in nodes
+                ]
+                if callable(getattr(plugin, "normalize_score", None)):
+                    plugin.normalize_score(state, cycle, pod, scores)
+                for item in scores:
+                    totals[item.name] += weight * item.score
+        return totals
 
     # --- answers of the node itself --------------------------------------------------------
 
@@ -791,7 +934,9 @@ class Evaluator:
                     cycle.data[(dra.name, name)] = status.detail
                 if not status.ok:
                     status = status.with_plugin(dra.name)
-                result = NodeEval(current.version, status, current.score, details, pod=pod.key)
+                result = NodeEval(
+                    current.version, status, current.score, current.raw, details, pod=pod.key
+                )
                 if not status.ok:
                     result.usage = current.usage
                 self._store(ev, name, result)
@@ -837,13 +982,19 @@ class Evaluator:
         pod: PodInfo,
         ev: ShapeEvaluations,
         total: int,
+        failed: Mapping[str, Status],
     ) -> FitReason:
         """scheduler.reasons.fit_error over every node, from the failure counts kept as nodes
-        change and the first failures with allocator evidence (recomputed if shared). With
-        explanations off, only the number of nodes."""
+        change and the first failures with allocator evidence (recomputed if shared); with
+        cluster filters in the cycle, from every node's status in profile order (`failed`:
+        their failures the search found). With explanations off, only the number of nodes."""
         if not self.explain_failures:
             return FitReason(f"0/{total} nodes are available.")
         self.freshen(state, cycle, pod, ev)
+        if self.cluster_active(cycle):
+            self.explain(state, cycle, pod, ev, sample=SAMPLE)
+            statuses = NodeStatuses(self, state, cycle, pod, ev, list(ev.evals), failed)
+            return fit_error(total, {n: st for n, st in statuses.items() if not st.ok})
         evidence: dict[str, Any] = {}
         # The first failures in name order (a copy: confirming a node may drop it).
         for name in list(ev.reasoned):
@@ -865,12 +1016,17 @@ class Evaluator:
         pod: PodInfo,
         ev: ShapeEvaluations,
         candidates: list[str],
+        failed: Mapping[str, Status],
     ) -> FitReason:
         """`fit_error` over `candidates` only (counted from their statuses)."""
         if not self.explain_failures:
             return FitReason(f"0/{len(candidates)} nodes are available.")
         self.explain(state, cycle, pod, ev, candidates, sample=SAMPLE)
-        return fit_error(len(candidates), self.failures(ev, candidates))
+        statuses = NodeStatuses(self, state, cycle, pod, ev, candidates, failed)
+        return fit_error(len(candidates), {n: st for n, st in statuses.items() if not st.ok})
+
+    def cluster_active(self, cycle: CycleState) -> bool:
+        return any(p.name not in cycle.skip_filter for _, p in self.profile.cluster_filters)
 
     @staticmethod
     def failures(ev: ShapeEvaluations, only: list[str] | None = None) -> dict[str, Status]:
@@ -880,3 +1036,47 @@ class Evaluator:
             for n in names
             if n in ev.evals and ev.evals[n].status.code != Code.SUCCESS
         }
+
+
+class NodeStatuses(Mapping[str, Status]):
+    """Each node's Filter status as kube-scheduler reports it — the first failure in the
+    profile's order, node-local (cached) or cluster (`failed`, else run when asked) —
+    computed when asked, so that a PostFilter plugin reading a few nodes costs only those."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        names: Sequence[str],
+        failed: Mapping[str, Status],
+    ) -> None:
+        self._evaluator, self._state, self._cycle, self._pod = evaluator, state, cycle, pod
+        self._ev = ev
+        self._names = [n for n in names if n in ev.evals]
+        self._known = dict(failed)
+        self._active = evaluator.cluster_active(cycle)
+
+    def __getitem__(self, name: str) -> Status:
+        known = self._known.get(name)
+        if known is not None:
+            return known
+        status = self._ev.evals[name].status
+        if self._active:
+            node = self._state.nodes.get(name)
+            if node is not None:
+                before = None if status.ok else self._evaluator.filter_place.get(status.plugin)
+                earlier = self._evaluator.cluster_status(
+                    self._state, self._cycle, self._pod, node, before
+                )
+                status = earlier or status
+        self._known[name] = status
+        return status
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)

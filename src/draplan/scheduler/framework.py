@@ -1,8 +1,49 @@
 """The scheduling framework's contract: Status, cycle state, pod and node views, and one
-protocol per extension point (as in k8s.io/kube-scheduler/framework)."""
+protocol per extension point (as in k8s.io/kube-scheduler/framework).
+
+A scheduling cycle (core.Scheduler.schedule_pod) runs, as kube-scheduler's schedulePod does:
+
+1. PreFilter, every plugin in profile order. SKIP means the plugin's Filter is not called for
+   this pod (`CycleState.skip_filter`); a plugin may narrow the nodes to try
+   (`CycleState.narrow`, upstream's PreFilterResult).
+2. Filter on each node; the nodes that pass are the feasible ones. Only the first
+   `num_feasible_to_find` feasible nodes (percentageOfNodesToScore), found in the
+   scheduler's node order from where the last cycle stopped, go on to scoring.
+3. PreScore with those nodes (SKIP: the plugin's Score is not called and adds 0), Score per
+   node (an integer 0..MAX_NODE_SCORE, or any integer if the plugin normalizes), NormalizeScore
+   over those nodes, then the weighted sum; the best total wins, ties uniformly at random.
+4. When no node is feasible, PostFilter plugins in order (their messages end the
+   FailedScheduling text); otherwise Reserve, Permit, Bind.
+
+Node-local and cluster plugins. draplan evaluates a node once per pod *shape* and node
+version and shares answers between identical nodes (scheduler.evaluations). That is right
+for a plugin whose Filter and Score for a node depend only on the pod's shape, that node's
+Node object, what is on it (its pods' requests, its devices and their ledgers) and what its
+`signature(state, node)` returns: a *node-local* plugin, the default. A plugin whose answer
+for a node depends on anything else — pods on other nodes, the set of nodes — sets the class
+attribute `cluster = True`. For a cluster plugin the evaluator:
+
+- calls `pre_filter` every cycle (compute what you need from the whole ClusterState there
+  and keep it in `cycle.data[self.name]`; keep your own indexes incremental by the state's
+  `change_log` / node versions, never by the evaluator's caches);
+- calls `filter` every cycle, on the nodes the node-local filters passed, in the scheduler's
+  node order, never caching or sharing the answer between nodes or cycles; a node's reported
+  status is the first failure in profile order, local or not;
+- calls `pre_score` every cycle with the nodes to score and `score` on each of them;
+  `normalize_score` (if defined) sees those nodes' scores only.
+
+A node-local plugin may normalize too (its raw score is cached, the normalization is done over
+the scored nodes each cycle). A cluster plugin that reads more of the pod than its shape
+(`encode_shape`: requests, selectors, affinity, tolerations, claims) adds it by defining
+`pod_shape(pod) -> object`: pods that differ there then never share answers (the autoscaler
+groups pods by shape). A failure that a cluster filter took part in is not monotone (placing
+other pods may undo it): `PodResult.monotone` is False then, and callers that skip pods of a
+shape found to fit nowhere must not skip those.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -11,7 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from draplan.api.core_v1 import Node, Pod
-from draplan.cluster.podresources import Resources
+from draplan.cluster.podresources import Resources, nonzero_requests
 from draplan.cluster.state import ClusterState, ObjectKey
 
 
@@ -56,17 +97,28 @@ def error(reason: str) -> Status:
 
 @dataclass
 class CycleState:
-    """Scratch space of one scheduling attempt, keyed by plugin name."""
+    """Scratch space of one scheduling attempt, keyed by plugin name; which plugins skip
+    Filter (their PreFilter said SKIP) and Score (their PreScore said SKIP); and the nodes a
+    PreFilter narrowed the attempt to (None: every node)."""
 
     data: dict[object, Any] = field(default_factory=dict)
+    skip_filter: set[str] = field(default_factory=set)
+    skip_score: set[str] = field(default_factory=set)
+    nodes: frozenset[str] | None = None
+
+    def narrow(self, names: frozenset[str]) -> None:
+        """Keep only `names` (kube-scheduler merges PreFilterResults by intersection)."""
+        self.nodes = names if self.nodes is None else self.nodes & names
 
 
 def encode_shape(pod: Pod, requests: Resources, claim_shapes: list[Any]) -> bytes:
-    """What the filters and scores read of a pod, as bytes: equal bytes, same answers."""
+    """What the node-local filters and scores read of a pod, as bytes: equal bytes, same
+    answers."""
     spec = pod.spec
     return msgspec.msgpack.encode(
         (
             sorted(requests.items()),
+            sorted(nonzero_requests(pod).items()),
             spec.node_name,
             spec.node_selector,
             spec.affinity,
@@ -90,6 +142,48 @@ class PodInfo:
     def label(self) -> str:
         return f"{self.key[0]}/{self.key[1]}"
 
+    @cached_property
+    def nonzero(self) -> Resources:
+        """cpu and memory as the scores see them (schedutil's non-zero defaults)."""
+        return nonzero_requests(self.pod)
+
+
+MAX_NODE_SCORE = 100  # fwk.MaxNodeScore
+
+
+@dataclass(slots=True)
+class NodeScore:
+    """One node's score for one plugin (fwk.NodeScore), as NormalizeScore rewrites it."""
+
+    name: str
+    score: int
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
+    """helper.DefaultNormalizeScore: scale to 0..max_priority by the highest score (reversed:
+    max_priority minus that); all zero stays zero, or max_priority when reversed."""
+    top = max((s.score for s in scores), default=0)
+    if top == 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        value = max_priority * s.score // top
+        s.score = max_priority - value if reverse else value
+
+
+def is_cluster(plugin: object) -> bool:
+    """Whether a plugin's answer for a node depends on other nodes (see the module's note)."""
+    return getattr(plugin, "cluster", False) is True
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """What a PostFilter plugin achieved: the node the pod is nominated to (preemption)."""
+
+    nominated_node: str = ""
+
 
 class Plugin(Protocol):
     name: str
@@ -112,11 +206,51 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+    ) -> Status:
+        """Called when no node is feasible, with every node's failure. SUCCESS with a
+        PostFilterResult as `detail` ends the PostFilter phase; an unschedulable status's
+        reasons join the FailedScheduling message."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, nodes: Sequence[Node]
+    ) -> Status:
+        """`nodes`: the feasible nodes to be scored. SKIP: Score is not called (adds 0)."""
+        ...
+
+
+@runtime_checkable
 class ScorePlugin(Protocol):
     name: str
 
     def score(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> float:
-        """0..100, higher is better; must depend only on the pod and this node's state."""
+        """0..MAX_NODE_SCORE, higher is better (any integer for a plugin that normalizes);
+        kube-scheduler's own plugins return integers, draplan's placement policies may not."""
+        ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Protocol):
+    name: str
+
+    def normalize_score(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, scores: list[NodeScore]
+    ) -> None:
+        """Rewrite `scores` (the nodes scored this cycle) into 0..MAX_NODE_SCORE."""
         ...
 
 

@@ -4,12 +4,14 @@ default_plugins.go plus a user profile (draplan.io/v1alpha1 SchedulerProfile).""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from draplan.allocator import Options
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
 from draplan.cluster.fragmentation import Workload
+from draplan.scheduler.framework import is_cluster
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
 from draplan.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -40,8 +42,10 @@ TIE_RULES = ("name", "random")
 @dataclass(frozen=True)
 class Profile:
     """Instantiated plugins: filters in order and (plugin, weight) scores; PreFilter plugins
-    besides DynamicResources; how ties between the best nodes break ("name": the smallest
-    node name, deterministic; "random": uniformly, as kube-scheduler's selectHost, seeded)."""
+    besides DynamicResources; PostFilter plugins in order; how ties between the best nodes
+    break ("name": the smallest node name, deterministic; "random": uniformly, as
+    kube-scheduler's selectHost, seeded); percentageOfNodesToScore (0: kube-scheduler's
+    adaptive default; 100: every feasible node is scored); the schedulerName it answers to."""
 
     filters: tuple[Any, ...]
     scores: tuple[tuple[Any, int], ...]
@@ -51,6 +55,53 @@ class Profile:
     ties: str = "name"
     seed: int = 0
     policy: str = ""
+    post_filters: tuple[Any, ...] = ()
+    percentage: int = 100
+    name: str = "default-scheduler"
+
+    @cached_property
+    def local_filters(self) -> tuple[Any, ...]:
+        """The filters whose answer depends on the node alone (framework's note), in order."""
+        return tuple(p for p in self.filters if not is_cluster(p))
+
+    @cached_property
+    def cluster_filters(self) -> tuple[tuple[int, Any], ...]:
+        """The other filters, with their place in the profile's order."""
+        return tuple((i, p) for i, p in enumerate(self.filters) if is_cluster(p))
+
+    @cached_property
+    def plain_scores(self) -> tuple[tuple[Any, int], ...]:
+        """Node-local scores without NormalizeScore: cached per node as a weighted sum."""
+        return tuple((p, w) for p, w in self.scores if not is_cluster(p) and not _normalizes(p))
+
+    @cached_property
+    def normalized_scores(self) -> tuple[tuple[Any, int], ...]:
+        """Node-local scores with NormalizeScore: raw scores cached per node, normalized over
+        the nodes scored each cycle."""
+        return tuple((p, w) for p, w in self.scores if not is_cluster(p) and _normalizes(p))
+
+    @cached_property
+    def cluster_scores(self) -> tuple[tuple[Any, int], ...]:
+        """Scores that read other nodes: computed every cycle on the nodes scored."""
+        return tuple((p, w) for p, w in self.scores if is_cluster(p))
+
+    @cached_property
+    def local_choice(self) -> bool:
+        """Whether the best node follows from each node's own cached answer: ties by name,
+        every feasible node scored, no score normalized over the others or reading them, no
+        filter reading other nodes. Callers that judge a pod against a few changed nodes
+        (autoscaler.existing) need this."""
+        return (
+            self.ties == "name"
+            and self.percentage == 100
+            and not self.cluster_filters
+            and not self.normalized_scores
+            and not self.cluster_scores
+        )
+
+
+def _normalizes(plugin: object) -> bool:
+    return callable(getattr(plugin, "normalize_score", None))
 
 
 def build_profile(

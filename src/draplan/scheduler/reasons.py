@@ -75,3 +75,11 @@ def aggregate(
 def pod_level(message: str, code: str, total: int) -> FitReason:
     """A PreFilter or gang failure: the message replaces the per-node histogram."""
     return FitReason(f"0/{total} nodes are available: {message}.", {code: total})
+
+
+def with_post_filter(reason: FitReason, messages: list[str]) -> FitReason:
+    """FitError.Error(): the reasons of the PostFilter plugins that failed, joined by ", ",
+    end the message as one more sentence."""
+    if not messages:
+        return reason
+    return FitReason(f"{reason.message} {', '.join(messages)}.", reason.nodes, reason.evidence)

@@ -589,6 +589,7 @@ def serve_draplan_kinds(server: ApiServer, *, resource_version: str = "v1") -> A
         ("", "v1", "podtemplates", "PodTemplate", True),
         ("", "v1", "configmaps", "ConfigMap", True),
         ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
+        ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
         ("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True),
         ("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True),
         ("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True),

@@ -71,6 +71,7 @@ CLAIM_SPEC = {
 POD_SPEC = {
     "nodeName": "h100-0",
     "schedulingGates": [{"name": "example.com/quota"}],
+    "preemptionPolicy": "Never",
     "nodeSelector": {"nvidia.com/gpu.present": "true"},
     "affinity": {
         "nodeAffinity": {
@@ -132,6 +133,17 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         "spec": POD_SPEC,
         "status": {
             "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                    "lastTransitionTime": "2025-06-01T10:00:00Z",
+                }
+            ],
+            "nominatedNodeName": "h100-0",
+            "startTime": "2025-06-01T10:00:00Z",
             "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "trainer-0-gpus-x7k"}],
         },
     },
@@ -266,6 +278,25 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         "value": 1000,
         "preemptionPolicy": "PreemptLowerPriority",
         "description": "batch training",
+    },
+    ("policy/v1", "PodDisruptionBudget"): {
+        "metadata": {**NS_META, "name": "trainer"},
+        "spec": {
+            "maxUnavailable": "25%",
+            "selector": {
+                "matchLabels": {"app": "trainer"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["dev"]}],
+            },
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+        "status": {
+            "observedGeneration": 2,
+            "disruptedPods": {"trainer-3": "2025-06-01T10:00:00Z"},
+            "disruptionsAllowed": 1,
+            "currentHealthy": 4,
+            "desiredHealthy": 3,
+            "expectedPods": 4,
+        },
     },
     ("scheduling.k8s.io/v1alpha1", "Workload"): {
         "metadata": {**NS_META, "name": "llm"},

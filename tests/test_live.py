@@ -237,6 +237,7 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
         "Node (v1)": 3,
         "NodePool (draplan.io/v1alpha1)": 1,  # from the labelled ConfigMap
         "Pod (v1)": 4,  # the Succeeded pod is filtered by the server
+        "PodDisruptionBudget (policy/v1)": 1,
         "PodGroup (scheduling.k8s.io/v1alpha2)": 1,
         "PodTemplate (v1)": 1,
         "PriorityClass (scheduling.k8s.io/v1)": 1,
@@ -537,7 +538,7 @@ def test_snapshot_round_trips(serve: Any, run_cli: Any, tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(snap.out)
     doc = yaml.safe_load(snap.out)
-    assert doc["kind"] == "List" and len(doc["items"]) == 21
+    assert doc["kind"] == "List" and len(doc["items"]) == 22
     # The pools of the labelled ConfigMap, as plain NodePools; no other ConfigMap is read.
     assert [i["metadata"]["name"] for i in doc["items"] if i["kind"] == "NodePool"] == [
         "g6-12xlarge"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from draplan.api.meta import Int32, Int64, KubeStruct, ObjectMeta
+from draplan.api.meta import Int32, Int64, KubeStruct, NonNegativeInt64, ObjectMeta
 from draplan.api.quantity import Quantity
 
 ResourceList = dict[str, Quantity]
@@ -131,6 +131,8 @@ class PodSpec(KubeStruct, frozen=True):
     workload_ref: WorkloadReference | None = None
     scheduling_group: PodSchedulingGroup | None = None
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    # PreemptLowerPriority or Never; priority admission copies it from the PriorityClass.
+    preemption_policy: str = ""
 
 
 class PodResourceClaimStatus(KubeStruct, frozen=True):
@@ -138,9 +140,21 @@ class PodResourceClaimStatus(KubeStruct, frozen=True):
     resource_claim_name: str | None = None
 
 
+class PodCondition(KubeStruct, frozen=True):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_probe_time: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: NonNegativeInt64 = 0
+
+
 class PodStatus(KubeStruct, frozen=True):
     phase: str = ""
+    conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
+    start_time: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
 
 

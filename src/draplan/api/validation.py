@@ -16,12 +16,13 @@ from draplan.api import (
     core_v1,
     draplan_v1alpha1,
     karpenter,
+    policy_v1,
     resource_v1,
     resource_v1alpha3,
     scheduling,
 )
 from draplan.api.errors import BadInput, quote
-from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.meta import KubeStruct, LabelSelector, ObjectMeta
 from draplan.api.quantity import Quantity
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -568,6 +569,7 @@ def validate_pod(pod: core_v1.Pod) -> None:
             )
     check_unique((rc.name for rc in pod.spec.resource_claims), "spec.resourceClaims")
     check_unique((g.name for g in pod.spec.scheduling_gates), "spec.schedulingGates")
+    check_preemption_policy(pod.spec.preemption_policy, "spec.preemptionPolicy")
     names = {rc.name for rc in pod.spec.resource_claims}
     for c, container in enumerate(pod.spec.containers):
         for k, ref in enumerate(container.resources.claims):
@@ -758,6 +760,93 @@ def validate_pod_group_v1beta1(pg: scheduling.PodGroupV1Beta1) -> None:
         raise fail("spec.schedulingPolicy.gang.minCount", "must be at least 1")
 
 
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+# scheduling.HighestUserDefinablePriority; only the built-in system classes are above it.
+HIGHEST_USER_PRIORITY = 1_000_000_000
+SYSTEM_PRIORITY_CLASSES = {
+    "system-cluster-critical": 2_000_000_000,
+    "system-node-critical": 2_000_001_000,
+}
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+UNHEALTHY_POD_EVICTION_POLICIES = ("IfHealthyBudget", "AlwaysAllow")
+PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def check_preemption_policy(policy: str, path: str) -> None:
+    if policy and policy not in PREEMPTION_POLICIES:
+        raise fail(path, f"unsupported value {quote(policy)}: {' or '.join(PREEMPTION_POLICIES)}")
+
+
+def validate_priority_class(pc: scheduling.PriorityClass) -> None:
+    """ValidatePriorityClass: the "system-" prefix is the built-in classes' alone, and other
+    classes stay at or below the highest user-definable priority."""
+    name = pc.metadata.name
+    if name.startswith("system-"):
+        if SYSTEM_PRIORITY_CLASSES.get(name) != pc.value:
+            raise fail("metadata.name", "the 'system-' prefix is reserved for the built-in classes")
+    elif pc.value > HIGHEST_USER_PRIORITY:
+        raise fail("value", f"must be at most {HIGHEST_USER_PRIORITY} for a user-defined class")
+    check_preemption_policy(pc.preemption_policy, "preemptionPolicy")
+
+
+def check_label_selector(sel: LabelSelector, path: str) -> None:
+    """metav1 ValidateLabelSelector: valid labels, known operators, values only (and always)
+    for In and NotIn."""
+    check_labels(sel.match_labels, f"{path}.matchLabels")
+    for i, req in enumerate(sel.match_expressions):
+        at = f"{path}.matchExpressions[{i}]"
+        check_label_key(req.key, f"{at}.key")
+        if req.operator not in SELECTOR_OPERATORS:
+            raise fail(
+                f"{at}.operator",
+                f"unsupported value {quote(req.operator)}: {', '.join(SELECTOR_OPERATORS)}",
+            )
+        if (req.operator in ("In", "NotIn")) != bool(req.values):
+            needs = "must be non-empty" if req.operator in ("In", "NotIn") else "must be empty"
+            raise fail(f"{at}.values", f"{needs} for operator {req.operator}")
+        for j, value in enumerate(req.values):
+            check_label_value(value, f"{at}.values[{j}]")
+
+
+def _check_int_or_percent(value: int | str, path: str) -> None:
+    if isinstance(value, int):
+        if value < 0:
+            raise fail(path, "must be greater than or equal to 0")
+        return
+    if not PERCENT.match(value):
+        raise fail(path, f"invalid value {quote(value)}: must be a whole number and '%' (e.g. 25%)")
+    if int(value[:-1]) > 100:
+        raise fail(path, f"invalid value {quote(value)}: must not be greater than 100%")
+
+
+def validate_pod_disruption_budget(pdb: policy_v1.PodDisruptionBudget) -> None:
+    spec = pdb.spec
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        raise fail("spec", "minAvailable and maxUnavailable cannot both be set")
+    if spec.min_available is not None:
+        _check_int_or_percent(spec.min_available, "spec.minAvailable")
+    if spec.max_unavailable is not None:
+        _check_int_or_percent(spec.max_unavailable, "spec.maxUnavailable")
+    if spec.selector is not None:
+        check_label_selector(spec.selector, "spec.selector")
+    policy = spec.unhealthy_pod_eviction_policy
+    if policy and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
+        raise fail(
+            "spec.unhealthyPodEvictionPolicy",
+            f"unsupported value {quote(policy)}: {' or '.join(UNHEALTHY_POD_EVICTION_POLICIES)}",
+        )
+    status = pdb.status
+    if status is not None:
+        for field, value in (
+            ("disruptionsAllowed", status.disruptions_allowed),
+            ("currentHealthy", status.current_healthy),
+            ("desiredHealthy", status.desired_healthy),
+            ("expectedPods", status.expected_pods),
+        ):
+            if value < 0:
+                raise fail(f"status.{field}", "must be greater than or equal to 0")
+
+
 def validate_pool_status_request(req: resource_v1alpha3.ResourcePoolStatusRequest) -> None:
     check_dns_subdomain(req.spec.driver, "spec.driver", MAX_DOMAIN_LENGTH)
     if req.spec.pool_name is not None and not req.spec.pool_name:
@@ -785,6 +874,8 @@ _VALIDATORS: dict[type, object] = {
     scheduling.WorkloadV1Alpha3: validate_workload_templates,
     scheduling.PodGroupV1Beta1: validate_pod_group_v1beta1,
     scheduling.PodGroupV1Alpha3: validate_pod_group_v1beta1,
+    scheduling.PriorityClass: validate_priority_class,
+    policy_v1.PodDisruptionBudget: validate_pod_disruption_budget,
     draplan_v1alpha1.Scenario: validate_scenario,
     draplan_v1alpha1.SchedulerProfile: validate_scheduler_profile,
     autoscaling.ProvisioningRequest: validate_provisioning_request,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from draplan.api.core_v1 import Pod
+from draplan.api.meta import ObjectMeta
 from draplan.api.scheduling import PriorityClass
+from draplan.api.validation import SYSTEM_PRIORITY_CLASSES
 from draplan.cluster.podresources import is_gated, is_terminal, is_waiting
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
@@ -24,8 +26,16 @@ def priority_table(state: ClusterState) -> tuple[dict[str, PriorityClass], int]:
     return _PRIORITIES(state)
 
 
+# kube-apiserver creates these two classes itself: a dump seldom lists them.
+BUILT_IN = {
+    name: PriorityClass(metadata=ObjectMeta(name=name), value=value)
+    for name, value in SYSTEM_PRIORITY_CLASSES.items()
+}
+
+
 def _priorities(state: ClusterState) -> tuple[dict[str, PriorityClass], int]:
-    classes = {o.metadata.name: o for o in state.others if isinstance(o, PriorityClass)}
+    classes = dict(BUILT_IN)
+    classes.update((o.metadata.name, o) for o in state.others if isinstance(o, PriorityClass))
     default = next((pc.value for pc in classes.values() if pc.global_default), 0)
     return classes, default
 

@@ -18,12 +18,22 @@ class FitReason:
     message: str
     nodes: dict[str, int] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
+    post_filter: str = ""  # the PostFilter plugins' message, already at the end of `message`
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"message": self.message, "nodes": self.nodes}
         if self.evidence:
             out["evidence"] = self.evidence
+        if self.post_filter:
+            out["postFilter"] = self.post_filter
         return out
+
+    def with_post_filter(self, message: str) -> FitReason:
+        """FitError.Error(): the PostFilter plugins' message after the filters' (one space,
+        no period added: the preemption message ends with its own)."""
+        if not message:
+            return self
+        return FitReason(f"{self.message} {message}", self.nodes, self.evidence, message)
 
 
 def reason_code(status: Status) -> str:

@@ -90,6 +90,7 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     Resource("", "PodTemplate", "podtemplates", ("v1",), namespaced=True),
     Resource("scheduling.k8s.io", "PriorityClass", "priorityclasses", ("v1",)),
+    Resource("policy", "PodDisruptionBudget", "poddisruptionbudgets", ("v1",), namespaced=True),
     Resource(
         "scheduling.k8s.io",
         "Workload",

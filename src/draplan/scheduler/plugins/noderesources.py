@@ -71,7 +71,10 @@ class NodeResourcesFit:
         missing = insufficient(requests, used, alloc)
         if not missing:
             return SUCCESS
-        return unschedulable(*(_reason(m) for m in missing), detail=missing)
+        # A request larger than the whole node is beyond preemption's help (fit.go's
+        # InsufficientResource.Unresolvable; the pod count never is).
+        beyond = any(m.requested > m.capacity for m in missing if m.resource != PODS)
+        return unschedulable(*(_reason(m) for m in missing), detail=missing, resolvable=not beyond)
 
 
 def _fractions(state: ClusterState, pod: PodInfo, node: Node) -> list[float]:

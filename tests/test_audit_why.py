@@ -82,9 +82,14 @@ def test_same_eight_gpu_pod_on_three_states(state: Callable[[], Objs], category:
 
 
 def test_no_matching_device_selector_matches_nothing() -> None:
+    # The selector reads an attribute no device has: a CEL runtime error on every device,
+    # said as such (upstream's scheduler fails the claim on it).
     d = one(sc.no_such_model(), "wants-b200", "NoMatchingDevice")
     assert d.evidence["requests"] == [
-        "pod claim 'dev' request gpus (class gpu.example.com with its selectors matches no device)"
+        "pod claim 'dev' request gpus (class gpu.example.com with its selectors matches no "
+        "device; they cannot be evaluated (CEL runtime error: device gpu.example.com/node-0/"
+        "gpu-0: no such key: model (expression: device.attributes['gpu.example.com'].model "
+        "== 'b200')))"
     ]
     assert d.fix == {"action": "fix the claim's class or CEL selectors", "verified": False}
 
@@ -165,14 +170,26 @@ def test_the_queue_ahead_takes_its_share_first() -> None:
 # --- NodeConstraints -------------------------------------------------------------------------
 
 
-def test_node_constraints_selector() -> None:
-    d = one(sc.selector_excludes(), "zoned", "NodeConstraints")
-    assert list(d.evidence["excludedNodes"]) == ["node-a"]
-    assert "node affinity/selector" in d.evidence["excludedNodes"]["node-a"]
+def test_a_node_selector_is_the_scope_never_relaxed() -> None:
+    """The pod selects zone b, whose node is full; zone a has room. The selector is its
+    owner's choice: the question is zone b's capacity, and no fix drops the selector."""
+    d = one(sc.selector_excludes(), "zoned", "CapacityExhausted")
+    assert "excludedNodes" not in d.evidence
+    assert list(d.evidence["nearestMiss"]) == ["node-b"]
+    assert d.fix is not None and d.fix["like"] == "node-b" and d.fix["verified"]
+    assert "relax" not in d.fix and "relax" not in d.message
+
+
+def test_node_constraints_selector_admits_no_node() -> None:
+    """A selector no node or pool matches (zone c): NodeConstraints, and the advice is nodes
+    it admits, not dropping it."""
+    objs = sc.selector_excludes()
+    objs[-1]["spec"]["nodeSelector"] = {"zone": "c"}
+    d = one(objs, "zoned", "NodeConstraints")
+    assert set(d.evidence["excludedNodes"]) == {"node-a", "node-b"}
     assert d.fix == {
-        "action": "relax the node selector",
-        "relax": ["nodeSelector", "nodeAffinity"],
-        "verified": True,
+        "action": "add nodes that the pod's node selector and affinity admit",
+        "verified": False,
     }
 
 
@@ -431,9 +448,18 @@ def test_rank_schedulable_before_node_constraints() -> None:
     assert audit(objs)["p"].category == "Schedulable"
 
 
-def test_rank_node_constraints_before_pools() -> None:
-    """A pool could host it, but an existing node with room is excluded by a taint."""
+def test_rank_scale_up_before_node_constraints() -> None:
+    """A pool adds a node for it while an existing node with room is excluded by a taint:
+    the autoscaler's scale-up is what happens to it (as `scale` says)."""
     objs = [*sc.taint_excludes(), sc.node_pool("gpu8", "20", sc.gpus(8))]
+    d = audit(objs)["untolerated"]
+    assert d.category == "WaitingForScaleUp"
+    assert d.fix is not None and d.fix["pool"] == "gpu8"
+
+
+def test_rank_node_constraints_before_pools_that_add_nothing() -> None:
+    """An existing node with room is excluded by a taint; the pool's nodes are too small."""
+    objs = [*sc.taint_excludes(), sc.node_pool("gpu2", "20", sc.gpus(2))]
     assert audit(objs)["untolerated"].category == "NodeConstraints"
 
 

@@ -114,7 +114,9 @@ def test_why_judges_with_the_pools_scale_derives(run_cli: Any) -> None:
         "why", "-f", str(DUMP / "cluster.yaml"), "--prices", PRICES, "-o", "json"
     ).json()
     train = {d["pod"]: d for d in priced["pods"]}["research/train-8-0"]
-    assert train["fix"]["pool"] == "h100" and train["fix"]["costPerHour"] == 196.64
+    # Its share: one of the two h100 nodes the plan adds (for two pods).
+    assert train["fix"]["pool"] == "h100" and train["fix"]["costPerHour"] == 98.32
+    assert train["evidence"]["poolAdds"] == 2
     unpriced = {d["pod"]: d for d in plain["pods"]}["research/train-8-0"]
     assert unpriced["fix"]["pool"] == "h100" and unpriced["fix"]["costPerHour"] == 0.0
 

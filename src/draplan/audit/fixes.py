@@ -29,14 +29,13 @@ from draplan.scheduler.claims import ClaimNotFound, pod_claim_entries
 
 @dataclass(frozen=True)
 class Fix:
-    """What to change, and how the message says it. Pod changes (tolerations, relaxed node
-    selection, dropped claim constraints), node changes (uncordon, `add` new nodes like an
+    """What to change, and how the message says it. Pod changes (tolerations, dropped claim
+    constraints), node changes (uncordon, `add` new nodes like an
     existing one or of a NodePool) and moves (running pods to other nodes, freeing `node`)."""
 
     text: str
     action: str
     tolerations: tuple[Toleration, ...] = ()
-    relax: bool = False  # drop spec.nodeSelector and the required node affinity
     uncordon: tuple[str, ...] = ()
     drop_constraints: tuple[str, ...] = ()  # attributes whose claim constraints go
     add: int = 0
@@ -53,8 +52,6 @@ class Fix:
         out: dict[str, Any] = {"action": self.action}
         if self.tolerations:
             out["tolerations"] = [to_builtins(t) for t in self.tolerations]
-        if self.relax:
-            out["relax"] = ["nodeSelector", "nodeAffinity"]
         if self.uncordon:
             out["uncordon"] = list(self.uncordon)
         if self.drop_constraints:
@@ -79,8 +76,6 @@ def changed_pod(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
     spec = pod.spec
     if fix.tolerations:
         spec = msgspec.structs.replace(spec, tolerations=(*spec.tolerations, *fix.tolerations))
-    if fix.relax:
-        spec = msgspec.structs.replace(spec, node_selector={}, affinity=None)
     pod = msgspec.structs.replace(pod, spec=spec)
     if fix.drop_constraints:
         pod = _without_constraints(state, pod, set(fix.drop_constraints))

@@ -3,6 +3,7 @@ count it waits for, the limit that stops it, or why no pool's node could ever ho
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,16 +11,20 @@ import msgspec
 
 from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
-from draplan.audit.reach import relaxed
+from draplan.audit.reach import allocation_error, relaxed
 from draplan.autoscaler import Autoscaler, Plan
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Profile, Scheduler
+from draplan.scheduler.claims import ClaimNotFound, pod_claims
+from draplan.scheduler.plugins.nodeaffinity import pod_matches_node
 
 WAITING = "WaitingForScaleUp"
 LIMITED = "PoolLimitReached"
 NO_POOL = "NoPoolCanFit"
+# kube-scheduler's frame around one template node's reason.
+_ONE_NODE = re.compile(r"^0/1 nodes are available: 1 ")
 
 
 @dataclass
@@ -61,7 +66,7 @@ class PoolAdvisor:
         self.options = _by_pod(plan)
         self.reasons = {key: why for key, _, why in plan.pending}
         self._raised: dict[bool, tuple[dict[ObjectKey, Option], dict[str, int]]] = {}
-        self._misses: dict[bytes, dict[str, str]] = {}
+        self._misses: dict[bytes, Misses] = {}
         self._sizes: dict[str, int] = {}
 
     def _plan(self, pools: dict[str, NodePool]) -> Plan:
@@ -99,13 +104,17 @@ class PoolAdvisor:
             self._sizes[name] = len(pool_members(self.state, pool))
         return self._sizes[name]
 
-    def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
+    def waiting(self, key: ObjectKey, group: set[ObjectKey]) -> PoolVerdict | None:
+        """WaitingForScaleUp when the plan adds nodes for the pod: its share of them, the
+        nodes meant for it or its gang (`group`)."""
         option = self.options.get(key)
-        if option is not None:
-            return _waiting(option)
+        return _waiting(option, group) if option is not None else None
+
+    def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
+        """PoolLimitReached or NoPoolCanFit for a pod the plan adds no node for."""
         why = self.reasons.get(key)
-        if why is None:
-            return None  # the plan places it on an existing node: not a pool question
+        if why is None or key in self.options:
+            return None  # the plan places it on an existing node, or adds one for it
         if why.startswith("no NodePool"):
             return self._no_pool(pod, shape, why)
         return self._limited(key, why)
@@ -165,56 +174,99 @@ class PoolAdvisor:
 
     def _no_pool(self, pod: Pod, shape: bytes, why: str) -> PoolVerdict:
         misses = self.misses(pod, shape)
-        first = next(iter(misses.items()), None)
-        example = f" (pool {first[0]}: {first[1]})" if first else ""
+        evidence: dict[str, Any] = {"autoscaler": why, "pools": misses.reasons}
+        fix = {"action": "add a NodePool whose nodes fit the pod"}
+        # The example is a pool the pod's node selector and affinity admit, if any.
+        names = sorted(misses.reasons, key=lambda n: (n not in misses.chosen, n))
+        broken = [n for n in names if n in misses.errors]
+        if broken and broken[0] in misses.chosen:
+            evidence["templateErrors"] = broken
+            return PoolVerdict(
+                NO_POOL,
+                f"No NodePool's node could ever hold it: pool {broken[0]}'s nodes cannot be "
+                f"evaluated for it ({misses.errors[broken[0]]}); make the claim's selectors "
+                "hold on the pool's devices or add a pool whose nodes offer what it asks for.",
+                evidence,
+                fix,
+            )
+        example = f" (pool {names[0]}: {misses.reasons[names[0]]})" if names else ""
         return PoolVerdict(
             NO_POOL,
             f"No NodePool's node could ever hold it{example}; add a pool whose nodes offer "
             "what it asks for.",
-            {"autoscaler": why, "pools": misses},
-            {"action": "add a NodePool whose nodes fit the pod"},
+            evidence,
+            fix,
         )
 
-    def misses(self, pod: Pod, shape: bytes) -> dict[str, str]:
+    def misses(self, pod: Pod, shape: bytes) -> Misses:
         """Per pool, why the pod does not fit one empty node of it (the scheduler's words).
         What the node lacks even with the pod's node constraints set aside comes first: the
         filters stop at a taint, which no toleration fixes on a node that is too small."""
         if shape not in self._misses:
             scheduler = Scheduler(self.profile)
-            out = {}
+            out = Misses()
+            try:
+                claims = [c for c in pod_claims(self.state, pod) if c.status.allocation is None]
+            except ClaimNotFound:
+                claims = []
             for name, pool in sorted(self.state.node_pools.items()):
                 with self.state.forked():
                     node, labels = NodeNamer(self.state, pool).next()
-                    add_new_node(self.state, make_node(self.state, pool, node, labels))
+                    new = make_node(self.state, pool, node, labels)
+                    add_new_node(self.state, new)
+                    if pod_matches_node(pod, new.node):
+                        out.chosen.add(name)
                     with self.state.forked():
                         result = scheduler.schedule_pod(self.state, relaxed(pod), [node])
                     if result.node is not None:
                         result = scheduler.schedule_pod(self.state, pod, [node])
-                out[name] = _why_not(result.reason.to_dict() if result.reason else {}, node)
+                    elif claims:
+                        error = allocation_error(self.state, new.node, claims, self.profile)
+                        if error:
+                            out.errors[name] = error
+                reason = result.reason.to_dict() if result.reason else {}
+                out.reasons[name] = out.errors.get(name) or _why_not(reason, node)
             self._misses[shape] = out
         return self._misses[shape]
+
+
+@dataclass
+class Misses:
+    """Why a pod fits no pool's empty node: per pool the scheduler's words, the pools whose
+    nodes its node selector and affinity admit (the ones it asks for) and those its claims
+    cannot be evaluated on (a CEL runtime error on a template device: upstream's scheduler
+    returns an error there)."""
+
+    reasons: dict[str, str] = field(default_factory=dict)
+    chosen: set[str] = field(default_factory=set)
+    errors: dict[str, str] = field(default_factory=dict)
 
 
 def _why_not(reason: dict[str, Any], node: str) -> str:
     detail = reason.get("evidence", {}).get("allocator", {}).get(node)
     if detail:
         return str(detail["message"]).replace(f" on node {node}", "")
-    return str(reason.get("message", "it fits"))
+    return _ONE_NODE.sub("", str(reason.get("message", "it fits"))).rstrip(".")
 
 
 def _by_pod(plan: Plan) -> dict[ObjectKey, Option]:
     return {key: option for option in plan.scale_up for key in option.pods}
 
 
-def _waiting(option: Option) -> PoolVerdict:
+def _waiting(option: Option, group: set[ObjectKey]) -> PoolVerdict:
     pool = option.pool.metadata.name
-    add = len(option.nodes)
-    cost = round(option.cost_per_hour, 4)
+    # The nodes meant for the pod or its gang; the plan's other nodes of the pool are for
+    # other pods.
+    mine = [n for n, pods in option.intended.items() if group.intersection(pods)]
+    add = len(mine) or len(option.nodes)
+    nodes = len(option.nodes) if option.count is None else option.count
+    cost = round(option.price * add, 4)
+    others = f" (of {nodes} it adds for {len(option.pods)} pods)" if nodes > add else ""
     return PoolVerdict(
         WAITING,
-        f"The autoscaler adds {add} node(s) of pool {pool} (${cost:g}/h) for it; it waits "
-        "for them to join.",
-        {"pool": pool, "add": add, "costPerHour": cost},
+        f"The autoscaler adds {add} node(s) of pool {pool} (${cost:g}/h) for it{others}; it "
+        "waits for them to join.",
+        {"pool": pool, "add": add, "costPerHour": cost, "poolAdds": nodes},
         {
             "action": "wait for the autoscaler's nodes",
             "pool": pool,

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from draplan.allocator import AllocationError, shape_groups
+from draplan.allocator import AllocationError, allocate, shape_groups
 from draplan.allocator.types import TIMEOUT
 from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool
@@ -29,6 +29,7 @@ from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Profile, Scheduler
 from draplan.scheduler.framework import CycleState, PodInfo
 from draplan.scheduler.plugins import names
+from draplan.scheduler.plugins.nodeaffinity import pod_matches_node
 from draplan.scheduler.plugins.tainttoleration import tolerates
 from draplan.scheduler.unread import HOSTNAME, node_as_read, profile_reads_only_known
 
@@ -79,6 +80,10 @@ class Reach:
     hosts: list[Host] = field(default_factory=list)  # admitted first, then by price and name
     groups: list[dict[str, Any]] = field(default_factory=list)  # constraint groups, largest
     shapes: int = 0  # node kinds and templates looked at
+    # NodePools whose nodes the pod's node selector and affinity admit: the ones it asks for.
+    chosen: list[str] = field(default_factory=list)
+    # ... and of those, the ones its claims cannot be evaluated on (a CEL runtime error).
+    unevaluable: list[str] = field(default_factory=list)
 
     @property
     def admitted(self) -> list[Host]:
@@ -259,7 +264,16 @@ class Reacher:
                 new = make_node(state, nodepool, name, labels)
                 hosts = self._hosts(free, new, pending, best)
                 template = node_blocks(self.profile, state, pod, new.node)
+                chosen = pod_matches_node(pod, new.node)
+                if (
+                    chosen
+                    and not hosts
+                    and allocation_error(state, new.node, pending, self.profile)
+                ):
+                    out.unevaluable.append(pool_name)
             out.shapes += 1
+            if chosen:
+                out.chosen.append(pool_name)
             if hosts:
                 out.hosts.append(Host(name, pool_name, template, _pool_price(nodepool)))
         # A pool's new node before a copy of an existing node of the same price.
@@ -291,6 +305,20 @@ class Reacher:
         return result.node is not None or (
             result.reason is not None and TIMEOUT in result.reason.nodes
         )
+
+
+def allocation_error(
+    state: ClusterState, node: Node, claims: list[ResourceClaim], profile: Profile
+) -> str:
+    """The allocator's fatal error for `claims` on `node` (e.g. a CEL runtime error on one of
+    its devices, where upstream's scheduler returns an error), if it has one."""
+    if not claims:
+        return ""
+    try:
+        allocate(state, node, claims, profile.options)
+    except AllocationError as err:
+        return str(err)
+    return ""
 
 
 def _names_nodes(pod: Pod) -> bool:

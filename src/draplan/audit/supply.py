@@ -103,14 +103,16 @@ def _count(
         return []
 
 
-def _selects(dc: DeviceClass, exprs: Sequence[str], view: DeviceView) -> bool:
+def _selects(dc: DeviceClass, exprs: Sequence[str], view: DeviceView) -> bool | str:
+    """Whether the class and the request's selectors select the device; the error (it names
+    the device) when they cannot be evaluated on it."""
     try:
         return all(
             compile_selector(e).matches(view.cel)
             for e in [*(s.cel.expression for s in dc.spec.selectors if s.cel), *exprs]
         )
-    except CelError:
-        return False
+    except CelError as err:
+        return str(err)
 
 
 def all_devices(state: ClusterState) -> list[DeviceView]:
@@ -133,6 +135,8 @@ class MatchMemo:
 
     inputs: list[object] = field(default_factory=list)
     answers: dict[tuple[Alternative, ...], bool] = field(default_factory=dict)
+    # The first device a request's selectors cannot be evaluated on, for those matching none.
+    errors: dict[tuple[Alternative, ...], str] = field(default_factory=dict)
 
 
 def _match_inputs(state: ClusterState) -> list[object]:
@@ -162,7 +166,9 @@ class DeviceMatcher:
         ):
             memo.inputs = inputs
             memo.answers.clear()
+            memo.errors.clear()
         self._memo = memo.answers
+        self._errors = memo.errors
 
     @property
     def views(self) -> list[DeviceView]:
@@ -187,21 +193,38 @@ class DeviceMatcher:
         absent = [n for n in names if n not in self.state.device_classes]
         if absent:
             return f"device class {absent[0]} does not exist"
-        return f"class {' / '.join(names)} with its selectors matches no device"
+        found = f"class {' / '.join(names)} with its selectors matches no device"
+        error = self._errors.get(_alternatives(req))
+        return f"{found}; they cannot be evaluated ({error})" if error else found
 
     def matches(self, req: DeviceRequest) -> bool:
-        subs = [req.exactly] if req.exactly is not None else list(req.first_available)
-        key = tuple(
-            (s.device_class_name, tuple(x.cel.expression for x in s.selectors if x.cel))
-            for s in subs
-            if s is not None
-        )
+        key = _alternatives(req)
         found = self._memo.get(key)
         if found is None:
-            found = any(self._any_device(name, exprs) for name, exprs in key)
+            errors: list[str] = []
+            found = any(self._any_device(name, exprs, errors) for name, exprs in key)
             self._memo[key] = found
+            if not found and errors:
+                self._errors[key] = errors[0]
         return found
 
-    def _any_device(self, class_name: str, exprs: tuple[str, ...]) -> bool:
+    def _any_device(self, class_name: str, exprs: tuple[str, ...], errors: list[str]) -> bool:
         dc = self.state.device_classes.get(class_name)
-        return dc is not None and any(_selects(dc, exprs, v) for v in self.views)
+        if dc is None:
+            return False
+        for view in self.views:
+            selected = _selects(dc, exprs, view)
+            if selected is True:
+                return True
+            if isinstance(selected, str) and not errors:
+                errors.append(selected)
+        return False
+
+
+def _alternatives(req: DeviceRequest) -> tuple[Alternative, ...]:
+    subs = [req.exactly] if req.exactly is not None else list(req.first_available)
+    return tuple(
+        (s.device_class_name, tuple(x.cel.expression for x in s.selectors if x.cel))
+        for s in subs
+        if s is not None
+    )

@@ -1,6 +1,7 @@
 """What the nodes say about one pod shape after the scheduling pass: the scheduler's reason
-counts, the nodes with room that the pod's node constraints exclude, and what every node the
-pod may use has free for it (audit.supply).
+counts, the nodes with room that its taints or a cordon keep the pod off (not those its node
+selector or affinity excludes: they are outside the scope its owner chose), and what every node
+the pod may use has free for it (audit.supply).
 
 A node's supply or room is kept in the placer, between audits, per shape and node version:
 only nodes changed since are looked at again."""
@@ -25,6 +26,7 @@ from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile
 from draplan.scheduler.framework import Code, Status
 from draplan.scheduler.plugins import names
+from draplan.scheduler.plugins.nodeaffinity import pod_matches_node
 from draplan.scheduler.plugins.noderesources import insufficient
 from draplan.scheduler.reasons import reason_code
 
@@ -38,7 +40,7 @@ class ShapeView:
 
     prefilter: Status
     counts: dict[str, int]  # the scheduler's per-node reason counts
-    excluded: dict[str, str]  # nodes with room that selectors/affinity/taints reject: reason
+    excluded: dict[str, str]  # nodes with room its taints or a cordon keep it off: reason
     plugins: dict[str, str]  # ... and the plugin that rejects each
     supplies: dict[str, NodeSupply]  # the nodes the pod may use, with what they have free
     fits: list[str] = field(default_factory=list)  # nodes where it fits now
@@ -88,6 +90,11 @@ class Looker:
             if status.plugin in CONSTRAINT_PLUGINS:
                 # NEAREST examples make the point; looking further costs an allocation each.
                 if len(view.excluded) > NEAREST:
+                    continue
+                # A node its selector or affinity excludes is outside the pod's chosen scope.
+                if status.plugin == names.NODE_AFFINITY or not pod_matches_node(
+                    pod, self.state.nodes[name]
+                ):
                     continue
                 room = self._looked(look, name, version(name), status)
                 if not isinstance(room, bool):

@@ -39,6 +39,7 @@ from draplan.audit.classifiers.impossible import Impossible
 from draplan.audit.classifiers.incomplete import Incomplete
 from draplan.audit.classifiers.invalid import Invalid
 from draplan.audit.classifiers.placed import Placed
+from draplan.audit.classifiers.pools import Pools
 from draplan.audit.classifiers.prefiltered import Prefiltered
 from draplan.audit.classifiers.scaleup import ScaleUp
 from draplan.audit.classifiers.shaped import Shaped
@@ -56,10 +57,11 @@ CONFIGURATION: tuple[ConfigClassifier, ...] = (
 )
 PLACEMENT: tuple[Classifier, ...] = (
     Placed(),  # Schedulable
-    Excluded(),  # NodeConstraints: nodes with room are excluded
+    ScaleUp(),  # WaitingForScaleUp: the autoscaler adds nodes for it
+    Excluded(),  # NodeConstraints: taints or cordons keep it off nodes with room
     Impossible(),  # TopologyMismatch: no node or pool shape meets a claim constraint
     Unreachable(),  # NodeConstraints: only excluded nodes or pools could ever hold it
-    ScaleUp(),  # WaitingForScaleUp, PoolLimitReached, NoPoolCanFit
+    Pools(),  # PoolLimitReached, NoPoolCanFit
     Invalid(),  # NoMatchingDevice: the claims fail on every node
     Prefiltered(),  # CapacityExhausted: PreFilter rejects the pod
     Exhausted(),  # CapacityExhausted

@@ -1,5 +1,5 @@
-"""NodeConstraints: nodes with room now are excluded by the pod's node constraints (taints,
-node selector or affinity, a cordon, a fixed node name)."""
+"""NodeConstraints: nodes with room now that the pod's node selector and affinity admit are
+kept from it by their taints or a cordon."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from draplan.audit.view import NEAREST
 from draplan.scheduler.plugins import names
 
 CONSTRAINT_FIX = {
-    names.NODE_AFFINITY: "relax the pod's node selector or affinity",
     names.TAINT_TOLERATION: "add a toleration for the node taint",
     names.NODE_UNSCHEDULABLE: "uncordon the node",
-    names.NODE_NAME: "drop the pod's fixed node name",
 }
 
 
@@ -34,12 +32,13 @@ class Excluded:
         hosts = [Host(n, "", audit.reacher.blocks(pod, n)) for n in nodes]
         if case.reach is not None:
             hosts += [h for h in case.reach.hosts if h.blocks is not None]
-        cordoned = all(p == names.NODE_UNSCHEDULABLE for p in view.plugins.values())
-        why = (
-            "they are cordoned"
-            if cordoned
-            else "the pod's selectors, affinity or tolerations exclude them"
-        )
+        plugins = set(view.plugins.values())
+        if plugins == {names.NODE_UNSCHEDULABLE}:
+            why = "they are cordoned"
+        elif plugins == {names.TAINT_TOLERATION}:
+            why = "the pod does not tolerate their taints"
+        else:
+            why = "their taints or cordons keep the pod off"
         return Diagnosis(
             case.key,
             "NodeConstraints",

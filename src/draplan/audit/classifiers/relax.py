@@ -1,5 +1,6 @@
-"""Fixes that lift a pod's node constraints: tolerations, a relaxed selector, an uncordon,
-alone or with a new node of the host's kind or pool."""
+"""Fixes that lift what keeps a pod off a node: tolerations for its taints, an uncordon, alone
+or with a new node of the host's kind or pool. A pod's node selector and affinity are its
+owner's choice: a host they exclude is out of the pod's scope, never a fix to offer."""
 
 from __future__ import annotations
 
@@ -13,11 +14,17 @@ from draplan.audit.reach import Host
 from draplan.audit.view import NEAREST
 
 
+def fixable(hosts: list[Host]) -> list[Host]:
+    """The hosts that a toleration or an uncordon opens to the pod (its node selector and
+    affinity admit them)."""
+    return [h for h in hosts if h.blocks is not None and not h.blocks.selector]
+
+
 def relaxation(host: Host) -> Fix | None:
-    """What lifts the host's node constraints for the pod: tolerations for its taints, a
-    relaxed selector, an uncordon."""
+    """What opens the host to the pod: tolerations for its taints, an uncordon; None when
+    its node selector or affinity excludes the host."""
     b = host.blocks
-    if b is None:
+    if b is None or b.selector:
         return None
     texts, actions = [], []
     tolerations = tuple(Toleration(key=t.key, operator="Exists", effect=t.effect) for t in b.taints)
@@ -25,9 +32,6 @@ def relaxation(host: Host) -> Fix | None:
         keys = sorted({t.key for t in tolerations})
         texts.append(f"add a toleration for {' and '.join(keys)}")
         actions.append("add a toleration")
-    if b.selector:
-        texts.append("relax its node selector or affinity")
-        actions.append("relax the node selector")
     uncordon = (host.node,) if b.cordoned and not host.pool else ()
     if uncordon:
         texts.append(f"uncordon {host.node}")
@@ -35,11 +39,7 @@ def relaxation(host: Host) -> Fix | None:
     if not texts or (b.cordoned and host.pool):
         return None
     return Fix(
-        " and ".join(texts),
-        " and ".join(actions),
-        tolerations=tolerations,
-        relax=b.selector,
-        uncordon=uncordon,
+        " and ".join(texts), " and ".join(actions), tolerations=tolerations, uncordon=uncordon
     )
 
 

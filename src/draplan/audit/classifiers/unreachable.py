@@ -1,10 +1,12 @@
 """NodeConstraints: only nodes (or NodePool templates) the pod's node constraints exclude
-could ever hold it; never a question of capacity."""
+could ever hold it; never a question of capacity. Where only its node selector or affinity
+excludes them and admits a NodePool whose nodes its claims cannot be evaluated on (a CEL
+runtime error), that pool is the answer (audit.classifiers.pools, as `scale` says it)."""
 
 from __future__ import annotations
 
 from draplan.audit.classifiers.base import Audit, Case
-from draplan.audit.classifiers.relax import relaxations
+from draplan.audit.classifiers.relax import fixable, relaxations
 from draplan.audit.classifiers.text import sentence
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.view import NEAREST
@@ -20,7 +22,10 @@ class Unreachable:
         if reach is None or not reach.hosts or reach.admitted:
             return None
         blocked = [h for h in reach.hosts if h.blocks is not None]
-        first = blocked[0]
+        opened = fixable(blocked)
+        if not opened and reach.unevaluable:
+            return None
+        first = (opened or blocked)[0]
         assert first.blocks is not None
         where = f"pool {first.pool}" if first.pool else first.node
         count = f"{len(blocked)} node(s)" if len(blocked) <= NEAREST else "Nodes"
@@ -39,16 +44,26 @@ class Unreachable:
         }
         if taints:
             evidence["taints"] = taints
+        found = (
+            f"{count} could hold it but its node constraints exclude every one of them "
+            f"(e.g. {where}: {first.blocks.reasons[0]})"
+        )
+        if not opened:
+            return Diagnosis(
+                case.key,
+                "NodeConstraints",
+                sentence(f"{found}; add nodes that its node selector and affinity admit."),
+                evidence,
+                {"action": "add nodes that the pod's node selector and affinity admit"},
+                case.size,
+            )
         return Diagnosis(
             case.key,
             "NodeConstraints",
-            sentence(
-                f"{count} could hold it but its node constraints exclude every one of them "
-                f"(e.g. {where}: {first.blocks.reasons[0]})"
-            ),
+            sentence(found),
             evidence,
             None,
             case.size,
             relaxations(blocked),
-            "no relaxation draplan tried, even with a new node, makes it schedulable",
+            "no toleration or uncordon draplan tried, even with a new node, makes it schedulable",
         )

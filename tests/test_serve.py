@@ -71,9 +71,11 @@ class Served:
 
 
 @contextmanager
-def serving(model: ClusterModel, auditor: Auditor | None = None, **api: Any) -> Iterator[Served]:
+def serving(
+    model: ClusterModel, auditor: Auditor | None = None, interval: float = 0.0, **api: Any
+) -> Iterator[Served]:
     registry = CollectorRegistry()
-    loop = AuditLoop(model, auditor or Auditor(), 0.0, registry)
+    loop = AuditLoop(model, auditor or Auditor(), interval, registry)
     server = Server(("127.0.0.1", 0), Api(loop, model, Exposition(loop, model, registry), **api))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     model.start()
@@ -379,6 +381,23 @@ def test_readiness_follows_the_model_and_metrics_keep_their_values() -> None:
     )
     assert after["draplan_gpus_stranded"] == before["draplan_gpus_stranded"]
     assert after["draplan_bad_objects_total"][()] == 2 and after["draplan_relists_total"][()] == 1
+
+
+def test_the_first_answers_wait_for_the_lists_then_come_at_once() -> None:
+    # Half-listed (nodes in, pods not yet): nothing is audited, /readyz and the documents wait.
+    model = ScriptedModel(ClusterState.from_objects(load_objects([str(REALISTIC / "pools.yaml")])))
+    model.ready = False
+    with serving(model, interval=3600.0) as served:
+        time.sleep(0.3)
+        assert served.loop.answers is None and not served.loop.first_answers.is_set()
+        assert served.get("/readyz")[0] == 503 and served.get("/v1/why")[0] == 503
+        model.state, model.generation, model.ready = realistic_state(), 2, True
+        # Published as soon as the lists are in, not an audit interval (an hour) later.
+        assert served.loop.first_answers.wait(60)
+        answers = served.wait_generation(2, timeout=1)
+        assert served.get("/readyz")[0] == 200
+    pending = {p["pod"] for p in json.loads(answers.bodies["why"])["pods"]}
+    assert "research/train-8-0" in pending
 
 
 class FailingAuditor(Auditor):

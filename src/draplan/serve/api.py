@@ -95,7 +95,7 @@ class Api:
         if not health.connected:
             stale = time.monotonic() - health.last_contact
             return error(503, f"disconnected from the API server for {stale:.0f}s")
-        if self.loop.answers is None:
+        if not self.loop.first_answers.is_set():
             return error(503, "the first audit is running")
         return Response(200, TEXT, b"ok\n")
 

@@ -1,5 +1,9 @@
 """The audit loop: one thread that takes the model's changes and, when there were any (at most
-once per interval), recomputes the answers and publishes them by swapping one reference."""
+once per interval), recomputes the answers and publishes them by swapping one reference.
+
+Nothing is audited before every initial list is in: answers on a half-listed cluster (no pods
+yet, say) would be wrong, not early. The first audit starts as soon as the lists are in, and
+its publication sets `first_answers`, which /readyz and the gRPC expander wait for."""
 
 from __future__ import annotations
 
@@ -40,6 +44,9 @@ class AuditLoop:
         self.listeners = list(listeners)
         """Called in the audit thread with every answers published."""
         self.answers: Answers | None = None
+        self.first_answers = threading.Event()
+        """Set once the first answers on the listed objects (every initial list in) are
+        published; never cleared."""
         self.lag = 0.0
         """Seconds from the arrival of the newest event the answers include to their publication."""
         self.errors = 0
@@ -73,10 +80,12 @@ class AuditLoop:
         generation: int | None = None
         failed: int | None = None
         while not self._stop.is_set():
+            # Asked before the sync: when every list is in then, the state synced holds them.
+            listed = self.model.health().ready
             with self.state_lock:
                 state, current = self.model.sync()
                 self.state = state
-            if current in (generation, failed):
+            if not listed or current in (generation, failed):
                 self._idle(POLL_SECONDS)
                 continue
             arrival = self.model.health().newest_event_arrival
@@ -109,6 +118,7 @@ class AuditLoop:
 
     def _publish(self, answers: Answers) -> None:
         self.answers = answers
+        self.first_answers.set()
         for listener in self.listeners:
             try:
                 listener(answers)

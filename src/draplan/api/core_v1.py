@@ -46,9 +46,15 @@ class NodeSpec(KubeStruct, frozen=True):
     provider_id: str = msgspec.field(default="", name="providerID")
 
 
+class ContainerImage(KubeStruct, frozen=True):
+    names: tuple[str, ...] = ()
+    size_bytes: Int64 = 0
+
+
 class NodeStatus(KubeStruct, frozen=True):
     capacity: ResourceList = {}
     allocatable: ResourceList = {}
+    images: tuple[ContainerImage, ...] = ()  # read by ImageLocality
 
 
 class Node(KubeStruct, frozen=True):
@@ -88,6 +94,7 @@ class Container(KubeStruct, frozen=True):
     name: str
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
+    restart_policy: str = ""  # "Always" on an init container: a sidecar (KEP-753)
 
 
 class PodResourceClaim(KubeStruct, frozen=True):
@@ -124,6 +131,7 @@ class PodSpec(KubeStruct, frozen=True):
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = {}
+    resources: ResourceRequirements | None = None  # pod-level resources (KEP-2837)
     resource_claims: tuple[PodResourceClaim, ...] = ()
     priority: Int32 | None = None
     priority_class_name: str = ""

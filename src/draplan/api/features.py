@@ -135,6 +135,13 @@ GATES = {
             v1_37=Spec("Alpha", False),
         ),
         # A cluster holds Workload objects only with the gate on, so their presence in the
+        _gate(
+            "PodLevelResources",
+            BOTH,
+            "off: spec.resources is ignored, a pod's requests are its containers' (KEP-2837)",
+            v1_36=Spec("Beta", True),
+            v1_37=Spec("Beta", True),
+        ),
         # input is the gate: draplan reads them whenever they are there.
         _gate(
             "GenericWorkload",

@@ -560,6 +560,15 @@ def validate_pod(pod: core_v1.Pod) -> None:
             path = f"spec.{field}[{c}].resources"
             check_quantities(container.resources.requests, f"{path}.requests")
             check_quantities(container.resources.limits, f"{path}.limits")
+    for c, container in enumerate(pod.spec.init_containers):
+        if container.restart_policy not in ("", "Always"):
+            raise fail(
+                f"spec.initContainers[{c}].restartPolicy",
+                f'Unsupported value: {quote(container.restart_policy)}: supported values: "Always"',
+            )
+    if pod.spec.resources is not None:
+        check_quantities(pod.spec.resources.requests, "spec.resources.requests")
+        check_quantities(pod.spec.resources.limits, "spec.resources.limits")
     check_quantities(pod.spec.overhead, "spec.overhead")
     for i, rc in enumerate(pod.spec.resource_claims):
         if (rc.resource_claim_name is None) == (rc.resource_claim_template_name is None):

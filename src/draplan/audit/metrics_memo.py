@@ -194,7 +194,7 @@ class MetricsMemo:
                 shape = seen[2]
             else:
                 try:
-                    shape = pod_shape(pod, pod_claims(state, pod), classes)
+                    shape = pod_shape(pod, pod_claims(state, pod), classes, state.features)
                 except ClaimNotFound:
                     shape = None
             self._shapes[key] = (pod, sources, shape)

@@ -96,7 +96,7 @@ class Reach:
 
 def node_blocks(profile: Profile, state: ClusterState, pod: Pod, node: Node) -> Blocks | None:
     """What of the pod's node constraints excludes `node` (the profile's filters), or None."""
-    info = PodInfo(pod, key_of(pod), pod_requests(pod), b"")
+    info = PodInfo(pod, key_of(pod), pod_requests(pod, state.features), b"", state.features)
     reasons: list[str] = []
     failed: set[str] = set()
     for plugin in profile.filters:

@@ -37,6 +37,8 @@ from typing import NamedTuple, TypeVar
 
 from draplan.allocator.capacity import consumption
 from draplan.api.core_v1 import Node, Pod
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.api.resource_v1 import DeviceClass, ResourceClaim
 from draplan.cel import CelError, Selector, compile_selector
 from draplan.cel.reads import Read, reads
@@ -70,7 +72,10 @@ class RequestShape(NamedTuple):
 
 
 def pod_shape(
-    pod: Pod, claims: Sequence[ResourceClaim], classes: Collection[str]
+    pod: Pod,
+    claims: Sequence[ResourceClaim],
+    classes: Collection[str],
+    features: FeatureGates = DEFAULT_FEATURES,
 ) -> RequestShape | None:
     """The pod's shape over the accelerator `classes`; None if it asks none of them, or its
     requests for them are not one shape."""
@@ -95,7 +100,7 @@ def pod_shape(
     if len(found) != 1:
         return None
     device_class, selectors, capacity = found.pop()
-    resources = pod_requests(pod)
+    resources = pod_requests(pod, features)
     return RequestShape(
         resources.get("cpu", 0),
         resources.get("memory", 0),

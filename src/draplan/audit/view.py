@@ -71,7 +71,7 @@ class Looker:
 
     def _look(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> ShapeView:
         prefilter, statuses = self.placer.evaluate(self.state, pod)
-        requests = requests_of(pod)
+        requests = requests_of(pod, self.state.features)
         view = ShapeView(
             prefilter,
             dict(sorted(Counter(map(reason_code, statuses.values())).items())),

@@ -59,7 +59,7 @@ def pod_size(state: ClusterState, pod: Pod) -> tuple[int, int]:
         devices = requested_devices(pod_claims(state, pod))
     except ClaimNotFound:
         devices = 0
-    return devices, pod_requests(pod).get("cpu", 0)
+    return devices, pod_requests(pod, state.features).get("cpu", 0)
 
 
 class Estimator:

@@ -206,7 +206,9 @@ def karpenter_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]
             requests: dict[str, int] = {}
             for pod_key, node in plan.placed_on_new.items():
                 if node == name:
-                    for resource, milli in pod_requests(state.pods[pod_key]).items():
+                    for resource, milli in pod_requests(
+                        state.pods[pod_key], state.features
+                    ).items():
                         requests[resource] = requests.get(resource, 0) + milli
             claim = NodeClaim(
                 metadata=ObjectMeta(

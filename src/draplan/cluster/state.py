@@ -296,7 +296,7 @@ class ClusterState:
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
                 if obj.spec.node_name and not is_terminal(obj):
-                    state._add_usage(obj.spec.node_name, _usage(obj), +1)
+                    state._add_usage(obj.spec.node_name, state.usage(obj), +1)
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -587,6 +587,11 @@ class ClusterState:
         self.node_requested[node_name] = used
         self.touch(node_name)
 
+    def usage(self, pod: Pod) -> Resources:
+        """What a bound pod takes from its node: requests, and the non-zero sums scores use."""
+        features = self.features
+        return {**pod_requests(pod, features), **nonzero_requests(pod, features, placed=True)}
+
     def requested(self, node_name: str) -> Resources:
         return self.node_requested.get(node_name) or {}
 
@@ -596,14 +601,14 @@ class ClusterState:
             pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
         )
         self.pods[key_of(pod)] = bound
-        self._add_usage(node_name, _usage(pod), +1)
+        self._add_usage(node_name, self.usage(pod), +1)
         return bound
 
     def unbind_pod(self, pod: Pod) -> None:
         """Take a bound pod off its node (it stays in the state, pending)."""
         node_name = pod.spec.node_name
         if node_name:
-            self._add_usage(node_name, _usage(pod), -1)
+            self._add_usage(node_name, self.usage(pod), -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
 
@@ -613,7 +618,7 @@ class ClusterState:
         self.delete_pod(key_of(pod))
         self.pods[key_of(pod)] = pod
         if pod.spec.node_name and not is_terminal(pod):
-            self._add_usage(pod.spec.node_name, _usage(pod), +1)
+            self._add_usage(pod.spec.node_name, self.usage(pod), +1)
 
     def delete_pod(self, key: ObjectKey) -> None:
         """Forget a pod the API server deleted, freeing its node share; unlike `remove_pod`,
@@ -622,7 +627,7 @@ class ClusterState:
         if pod is None:
             return
         if pod.spec.node_name and not is_terminal(pod):
-            self._add_usage(pod.spec.node_name, _usage(pod), -1)
+            self._add_usage(pod.spec.node_name, self.usage(pod), -1)
         del self.pods[key]
 
     def delete_node(self, name: str) -> None:
@@ -723,11 +728,6 @@ class ClusterState:
 
     def counter_used(self, pool_id: PoolID, ckey: CounterKey) -> int:
         return self.counters.get((pool_id, ckey)) or 0
-
-
-def _usage(pod: Pod) -> Resources:
-    """What a bound pod takes from its node: requests, and the non-zero sums scores use."""
-    return {**pod_requests(pod), **nonzero_requests(pod)}
 
 
 def visible(view: DeviceView, node: Node) -> bool:

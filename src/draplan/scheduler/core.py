@@ -52,7 +52,9 @@ class PodResult:
     nominated: str = ""  # the node a PostFilter plugin (preemption) nominated it to
 
 
-def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> bytes:
+def _shape(
+    pod: Pod, requests: dict[str, int], nonzero: dict[str, int], claims: list[ResourceClaim]
+) -> bytes:
     claim_shapes: list[object] = []
     for claim in claims:
         if claim.status.allocation is not None:
@@ -61,7 +63,7 @@ def _shape(pod: Pod, requests: dict[str, int], claims: list[ResourceClaim]) -> b
             # Claims generated from one template are interchangeable; named claims are not.
             generated = POD_CLAIM_ANNOTATION in claim.metadata.annotations
             claim_shapes.append(("pending", None if generated else key_of(claim), claim.spec))
-    return encode_shape(pod, requests, claim_shapes)
+    return encode_shape(pod, requests, nonzero, claim_shapes)
 
 
 class Scheduler:
@@ -85,11 +87,14 @@ class Scheduler:
         kube-scheduler's: the first UnschedulableAndUnresolvable stops, else the last
         Unschedulable."""
         cycle = CycleState()
-        requests = pod_requests(pod)
-        status = self.profile.dra.pre_filter(state, cycle, PodInfo(pod, key_of(pod), requests, b""))
+        features = state.features
+        requests = pod_requests(pod, features)
+        bare = PodInfo(pod, key_of(pod), requests, b"", features)
+        status = self.profile.dra.pre_filter(state, cycle, bare)
         dra = cycle.data.get(DYNAMIC_RESOURCES)
         claims = dra.claims if isinstance(dra, DraState) else []
-        info = PodInfo(pod, key_of(pod), requests, _shape(pod, requests, claims))
+        shape = _shape(pod, requests, bare.nonzero, claims)
+        info = PodInfo(pod, key_of(pod), requests, shape, features)
         status = status.with_plugin(DYNAMIC_RESOURCES)
         if status.code == Code.SKIP:
             cycle.skip_filter.add(DYNAMIC_RESOURCES)

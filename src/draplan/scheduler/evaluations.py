@@ -252,7 +252,7 @@ def evaluation_key(pod: PodInfo, claims: Sequence[ResourceClaim]) -> bytes:
         else ("pending", None if not c.status.reserved_for else key_of(c), c.spec)
         for c in claims
     ]
-    return b"m" + encode_shape(pod.pod, pod.requests, claim_shapes)
+    return b"m" + encode_shape(pod.pod, pod.requests, pod.nonzero, claim_shapes)
 
 
 def _anonymous_named(claim: ResourceClaim) -> bool:

@@ -52,6 +52,8 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from draplan.api.core_v1 import Node, Pod
+from draplan.api.features import DEFAULT as DEFAULT_FEATURES
+from draplan.api.features import FeatureGates
 from draplan.cluster.podresources import Resources, nonzero_requests
 from draplan.cluster.state import ClusterState, ObjectKey
 
@@ -111,14 +113,16 @@ class CycleState:
         self.nodes = names if self.nodes is None else self.nodes & names
 
 
-def encode_shape(pod: Pod, requests: Resources, claim_shapes: list[Any]) -> bytes:
+def encode_shape(
+    pod: Pod, requests: Resources, nonzero: Resources, claim_shapes: list[Any]
+) -> bytes:
     """What the node-local filters and scores read of a pod, as bytes: equal bytes, same
     answers."""
     spec = pod.spec
     return msgspec.msgpack.encode(
         (
             sorted(requests.items()),
-            sorted(nonzero_requests(pod).items()),
+            sorted(nonzero.items()),
             spec.node_name,
             spec.node_selector,
             spec.affinity,
@@ -137,6 +141,7 @@ class PodInfo:
     key: ObjectKey
     requests: Resources
     shape: bytes  # equal for pods the scheduler cannot tell apart (same template)
+    features: FeatureGates = DEFAULT_FEATURES  # the modelled cluster's
 
     @property
     def label(self) -> str:
@@ -145,7 +150,7 @@ class PodInfo:
     @cached_property
     def nonzero(self) -> Resources:
         """cpu and memory as the scores see them (schedutil's non-zero defaults)."""
-        return nonzero_requests(self.pod)
+        return nonzero_requests(self.pod, self.features)
 
 
 MAX_NODE_SCORE = 100  # fwk.MaxNodeScore

@@ -206,7 +206,7 @@ def typical_pods(
     shapes: list[Shape] = []
     for row in rows:
         pod, claim = openb.pod_objects(row)
-        cpu = nonzero_requests(pod)[NONZERO_CPU]
+        cpu = nonzero_requests(pod, state.features)[NONZERO_CPU]
         shape = claims_shape(
             [claim] if claim is not None else [],
             cpu_milli=cpu,

@@ -33,7 +33,7 @@ class Exhausted:
                 "with enough matching devices and room.",
                 fix={"action": "add nodes that can hold the pod"},
             )
-        short = _shortfall(hosts, requests_of(case.pod), case.scale)
+        short = _shortfall(hosts, requests_of(case.pod, case.audit.state.features), case.scale)
         if not short:
             return None
         what, (need, have) = next(iter(short.items()))

@@ -11,7 +11,6 @@ from draplan.cluster.podresources import (
     PODS,
     Resources,
     node_allocatable,
-    nonzero_requests,
 )
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.extended import needs_dra
@@ -80,7 +79,7 @@ class NodeResourcesFit:
 def _fractions(state: ClusterState, pod: PodInfo, node: Node) -> list[float]:
     alloc = node_allocatable(node)
     used = state.requested(node.metadata.name)
-    mine = nonzero_requests(pod.pod)
+    mine = pod.nonzero
     out = []
     for name, key in zip(SCORED, (NONZERO_CPU, NONZERO_MEMORY), strict=True):
         cap = alloc.get(name, 0)

@@ -231,7 +231,7 @@ class PlacementContext:
                 if dc is not None
                 else DeviceKinds(())
             )
-        cpu = nonzero_requests(pod)[NONZERO_CPU]
+        cpu = nonzero_requests(pod, state.features)[NONZERO_CPU]
         shape = claims_shape(
             claims,
             cpu_milli=cpu,
@@ -263,7 +263,7 @@ class PlacementContext:
             except ClaimNotFound:
                 claims = []
         # Pods of one template share their claim specs (and the openb loader its objects).
-        key = (nonzero_requests(pod.pod)[NONZERO_CPU], tuple(id(c.spec) for c in claims))
+        key = (pod.nonzero[NONZERO_CPU], tuple(id(c.spec) for c in claims))
         hit = self._requests.get(key)
         if hit is not None and all(a is b.spec for a, b in zip(hit[0], claims, strict=True)):
             req = hit[1]

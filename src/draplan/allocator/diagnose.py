@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.constraints import AttrValue, ClaimConstraint
+from draplan.allocator.matching import FREE_ONLY
 from draplan.allocator.requests import RequestSpec, claim_label
 from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import (
@@ -41,9 +42,9 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
     counts = {"matching": 0, "free": 0, "tolerated": 0, "capacityFits": 0, "countersFit": 0}
     incomplete = invalid = 0
     for pool in search.pools:
-        for view in pool.devices:
-            if not search.matches(spec, view):
-                continue
+        for view, mine, kind in search.matched(pool, spec):
+            if mine is not None:
+                continue  # a mine counts as not matching: evidence is never fatal
             if pool.incomplete:
                 incomplete += 1
                 continue
@@ -57,7 +58,7 @@ def request_counts(search: Search, spec: RequestSpec) -> dict[str, Any]:
             if search.taints and taint_blocks(view, spec.tolerations):
                 continue
             counts["tolerated"] += 1
-            if search._static_fit(spec, view) is False:
+            if kind != FREE_ONLY and search._static_fit(spec, view) is False:
                 if consumption(view, spec.capacity, search.fractional) is None or view.multi:
                     continue
                 counts["capacityFits"] += 1
@@ -144,11 +145,11 @@ def diagnose(search: Search) -> Reason:
     # Each request alone finds a device with room: together they ask more of the shared
     # devices' capacity than is left (multi-allocatable devices are never used up by count).
     shared_capacity = any(
-        search.matches(spec, v) and v.multi and v.capacity
+        mine is None and v.multi and v.capacity
         for slot in search.slots
         for spec in slot.alternatives
         for p in search.pools
-        for v in p.devices
+        for v, mine, _ in search.matched(p, spec)
     )
     if has_constraints:
         code = CONSTRAINT_UNSATISFIABLE
@@ -208,10 +209,12 @@ def _groups(search: Search, con: ClaimConstraint, specs: list[RequestSpec]) -> d
         for pool in search.pools:
             if pool.incomplete or pool.invalid:
                 continue
-            for view in pool.devices:
+            for view, mine, _ in search.matched(pool, spec):
                 value = con.value(view)
-                if value is None or not search.selectable(spec, view):
+                if value is None:
                     continue
+                if mine is not None:
+                    raise mine.with_traceback(None)
                 counts[value] += 1
                 if spec.admin_access or not search.state.in_use(view.id):
                     unused[value] += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from draplan.allocator.types import AllocationError
 from draplan.api.errors import quote
@@ -128,13 +129,18 @@ def _spec(
     )
 
 
-_SLOTS_CACHE: dict[tuple[int, ...], tuple[tuple[object, ...], list[RequestSlot]]] = {}
+class Slots(NamedTuple):
+    """The request slots of some claims, and the positions where each claim's slots begin."""
+
+    slots: list[RequestSlot]
+    claim_starts: frozenset[int]
+
+
+_SLOTS_CACHE: dict[tuple[int, ...], tuple[tuple[object, ...], Slots]] = {}
 _SLOTS_CACHE_SIZE = 4096
 
 
-def build_slots(
-    claims: tuple[ResourceClaim, ...], classes: dict[str, DeviceClass]
-) -> list[RequestSlot]:
+def build_slots(claims: tuple[ResourceClaim, ...], classes: dict[str, DeviceClass]) -> Slots:
     """Every request of every claim, in claim then request order. Cached by object identity:
     the scheduler asks for the same claims on every candidate node."""
     key = (id(classes), *(id(c) for c in claims))
@@ -143,7 +149,11 @@ def build_slots(
     # the objects alive and checks them. DeviceClasses are fixed once a ClusterState is built.
     if hit is not None and all(a is b for a, b in zip(hit[0], (classes, *claims), strict=True)):
         return hit[1]
-    slots = _build_slots(claims, classes)
+    flat = _build_slots(claims, classes)
+    starts = frozenset(
+        i for i, slot in enumerate(flat) if i == 0 or flat[i - 1].claim_index != slot.claim_index
+    )
+    slots = Slots(flat, starts)
     if len(_SLOTS_CACHE) >= _SLOTS_CACHE_SIZE:
         _SLOTS_CACHE.clear()
     _SLOTS_CACHE[key] = ((classes, *claims), slots)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 import msgspec
 
@@ -29,16 +30,38 @@ def _share_id(claim: ResourceClaim, request: str, device: tuple[str, str, str], 
     return str(uuid.uuid5(_SHARE_NAMESPACE, seed))
 
 
-@dataclass(frozen=True)
-class Pick:
-    """One device chosen for one (sub)request; `consumed` is set for shared devices."""
+class Pick(NamedTuple):
+    """One device chosen for one (sub)request; `consumed` is set for shared devices. A tuple:
+    the search makes and drops one per device it tries."""
 
     spec: RequestSpec
     view: DeviceView
     consumed: dict[str, int] | None
 
 
+# An exclusive device's result names only its request and the device: kept per pair (the
+# entry keeps both so their ids are never reused).
+_EXCLUSIVE: dict[
+    tuple[int, int], tuple[RequestSpec, DeviceView, DeviceRequestAllocationResult]
+] = {}
+_EXCLUSIVE_SIZE = 1 << 16
+
+
 def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllocationResult:
+    if pick.consumed is not None:
+        return _make_result(claim, pick, ordinal)
+    key = (id(pick.spec), id(pick.view))
+    hit = _EXCLUSIVE.get(key)
+    if hit is not None and hit[0] is pick.spec and hit[1] is pick.view:
+        return hit[2]
+    result = _make_result(claim, pick, ordinal)
+    if len(_EXCLUSIVE) >= _EXCLUSIVE_SIZE:
+        _EXCLUSIVE.clear()
+    _EXCLUSIVE[key] = (pick.spec, pick.view, result)
+    return result
+
+
+def _make_result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllocationResult:
     view = pick.view
     share_id = None
     consumed = {}
@@ -66,13 +89,16 @@ def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllo
     )
 
 
+@lru_cache(maxsize=4096)
+def _pinned(node_name: str) -> NodeSelector:
+    req = NodeSelectorRequirement(key="metadata.name", operator="In", values=(node_name,))
+    return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(req,)),))
+
+
 def node_selector(picks: list[Pick], node: Node) -> NodeSelector | None:
     """Pinned to the node if any device is node-local; else the AND of the devices' terms."""
     if any(p.view.node_name is not None or p.view.device.binds_to_node for p in picks):
-        req = NodeSelectorRequirement(
-            key="metadata.name", operator="In", values=(node.metadata.name,)
-        )
-        return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(req,)),))
+        return _pinned(node.metadata.name)
     exprs: list[NodeSelectorRequirement] = []
     fields: list[NodeSelectorRequirement] = []
     for p in picks:
@@ -91,7 +117,27 @@ def node_selector(picks: list[Pick], node: Node) -> NodeSelector | None:
     return NodeSelector(node_selector_terms=(term,))
 
 
-def _config(claim: ResourceClaim, picks: list[Pick]) -> tuple[DeviceAllocationConfiguration, ...]:
+# Per claim and the (sub)requests its picks served, in order: the configs are the same for
+# every node the scheduler tries. The entry keeps the claim so its id is never reused.
+Configs = tuple[DeviceAllocationConfiguration, ...]
+_CONFIGS: dict[tuple[int, ...], tuple[ResourceClaim, Configs]] = {}
+_CONFIGS_SIZE = 4096
+
+
+def _config(claim: ResourceClaim, picks: list[Pick]) -> Configs:
+    specs: dict[int, None] = dict.fromkeys(id(p.spec) for p in picks)
+    key = (id(claim), *specs)
+    hit = _CONFIGS.get(key)
+    if hit is not None and hit[0] is claim:
+        return hit[1]
+    out = _configs(claim, picks)
+    if len(_CONFIGS) >= _CONFIGS_SIZE:
+        _CONFIGS.clear()
+    _CONFIGS[key] = (claim, out)
+    return out
+
+
+def _configs(claim: ResourceClaim, picks: list[Pick]) -> Configs:
     out: list[DeviceAllocationConfiguration] = []
     used_names: list[str] = []
     by_class: dict[str, list[str]] = {}

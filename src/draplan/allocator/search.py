@@ -6,19 +6,20 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.compatibility import compatible
 from draplan.allocator.constraints import ClaimConstraint
 from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
+from draplan.allocator.matching import FREE_ONLY, LEDGERS, Matched, evaluate, matched
 from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
+    RequestSlot,
     RequestSpec,
     build_slots,
     claim_error,
     claim_label,
-    class_error,
 )
 from draplan.allocator.result import Pick, allocated_claim
 from draplan.allocator.taints import taint_blocks
@@ -26,7 +27,6 @@ from draplan.allocator.types import AllocationError, Options, Outcome, Reason
 from draplan.api.core_v1 import Node
 from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.cel import CelError
 from draplan.cluster.devices import CounterKey, DeviceID, DeviceView, Pool, PoolID
 from draplan.cluster.state import ClusterState
 
@@ -35,10 +35,27 @@ class _Timeout(Exception):
     pass
 
 
+class _MaxSize(Exception):
+    """Upstream's errAllocationResultMaxSizeExceeded: unwinds to the nearest firstAvailable
+    request or the claim's start."""
+
+
 class _PairwiseOnly(Exception):
     """A device of an `All` set that only draplan's pairwise distinctAttribute rejects: whether
     that is fatal depends on the rest of the set, as upstream goes on adding it."""
 
+
+# A pool's candidates for a request, the ids of its FREE_ONLY ones, and its mines.
+PoolCandidates = tuple[
+    tuple[DeviceView, ...], frozenset[int], tuple[tuple[DeviceID, AllocationError], ...]
+]
+# Per (pool, request, gates, mine rule): the pool, the request, the nodes its devices are bound
+# to, the version of their ledgers, and the candidates under those ledgers.
+_CANDIDATES: dict[
+    tuple[int, int, int, str],
+    tuple[Pool, RequestSpec, tuple[str, ...], object, PoolCandidates],
+] = {}
+_CANDIDATES_SIZE = 1 << 16
 
 # What the search does with a device whose selector fails at run time (a "mine"). Upstream
 # evaluates selectors lazily, as its search reaches each device (dra-semantics §2.3), so the
@@ -61,10 +78,11 @@ class Search:
     ) -> None:
         self.state = state
         self.mine_rule = mines
-        self.partitionable = "DRAPartitionableDevices" in state.features
-        self.taints = "DRADeviceTaints" in state.features
-        self.compatibility = "DRADeviceCompatibilityGroups" in state.features
-        self.fractional = "DRAFractionalCapacityRange" in state.features
+        enabled = state.features.enabled
+        self.partitionable = "DRAPartitionableDevices" in enabled
+        self.taints = "DRADeviceTaints" in enabled
+        self.compatibility = "DRADeviceCompatibilityGroups" in enabled
+        self.fractional = "DRAFractionalCapacityRange" in enabled
         # Per (pool, counter set): the compatibilityGroups of each device on it, allocated
         # before (computed when first needed) and picked here (appended and popped).
         self.on_counter_set: dict[tuple[PoolID, str], list[frozenset[str]]] = {}
@@ -75,11 +93,11 @@ class Search:
         self.options = options
         self.pools = state.pools_for_node(node)
         self.pool_by_id: dict[PoolID, Pool] = {p.id: p for p in self.pools}
-        self.slots = build_slots(self.claims, state.device_classes)
-        sets = "DRAListTypeAttributes" in state.features
+        self.slots, self.claim_starts = build_slots(self.claims, state.device_classes)
+        sets = "DRAListTypeAttributes" in enabled
         self.constraints = [
-            [ClaimConstraint.of(c, sets) for c in claim.spec.devices.constraints]
-            for claim in self.claims
+            [ClaimConstraint.of(c, sets) for c in constraints] if constraints else []
+            for constraints in (claim.spec.devices.constraints for claim in self.claims)
         ]
         self.alloc_excl: dict[DeviceID, list[int]] = {}
         self.alloc_cap: dict[DeviceID, dict[str, int]] = {}
@@ -87,6 +105,9 @@ class Search:
         self.counters_used: dict[tuple[PoolID, CounterKey], int] = {}
         self.picks: list[list[Pick]] = [[] for _ in self.claims]
         self.failed: set[object] = set()
+        self.scoped: dict[int, list[ClaimConstraint]] = {}
+        # Per (sub)request, the ids of its candidates of FREE_ONLY kind.
+        self.plain: dict[int, frozenset[int]] = {}
         self.steps = 0
         self.deadline = time.perf_counter() + options.timeout_seconds
         self.candidates: dict[int, list[DeviceView]] = {}
@@ -101,6 +122,8 @@ class Search:
         # over-consumed (published counters shrank) admits no counter-consuming device.
         out = set()
         for pool in self.pools:
+            if not pool.counters:
+                continue
             for ckey, total in pool.counters.items():
                 if self.state.counter_used(pool.id, ckey) > total:
                     out.add(pool.id)
@@ -108,30 +131,15 @@ class Search:
 
     def selectable(self, spec: RequestSpec, view: DeviceView) -> bool:
         """Class selectors, then request selectors (§3.4); a CEL error is fatal."""
-        verdict = self.evaluate(spec, view)
+        verdict = evaluate(spec, self.claims[spec.claim_index], view)
         if isinstance(verdict, AllocationError):
             raise verdict
         return verdict
 
-    def matches(self, spec: RequestSpec, view: DeviceView) -> bool:
-        """`selectable`, with a mine counted as not matching (for evidence, never fatal)."""
-        return self.evaluate(spec, view) is True
-
-    def evaluate(self, spec: RequestSpec, view: DeviceView) -> bool | AllocationError:
-        """Class selectors, then request selectors (§3.4); a CEL error is returned."""
+    def matched(self, pool: Pool, spec: RequestSpec) -> Matched:
+        """The pool's devices `spec`'s selectors pass or fail on (`matching.matched`)."""
         claim = self.claims[spec.claim_index]
-        for in_class, sels in ((True, spec.class_selectors), (False, spec.selectors)):
-            for i, sel in enumerate(sels):
-                try:
-                    if not sel.matches(view.cel):
-                        return False
-                except CelError as err:
-                    message = str(err)  # names the device
-                    field = f"selectors[{i}].cel.expression"
-                    if in_class:
-                        return class_error(spec.device_class, message, f"spec.{field}")
-                    return spec.error(claim, message, field)
-        return True
+        return matched(pool, spec, claim, self.partitionable, self.taints, self.fractional)
 
     def first_mine(self) -> AllocationError:
         """The error of the first mine in search order (requests, then devices)."""
@@ -169,48 +177,83 @@ class Search:
 
     def prepare(self) -> None:
         """Candidate lists per (sub)request, fatal checks, and the claim-size limit."""
-        for slot in self.slots:
+        minimum = 0
+        for pos, slot in enumerate(self.slots):
             for spec in slot.alternatives:
                 if spec.all_mode:
                     self.all_sets[id(spec)] = self._all_set(spec)
                 else:
                     self.candidates[id(spec)] = self._ordered(spec, self._exact_candidates(spec))
-        minimum = [0] * len(self.claims)
-        for slot in self.slots:
-            minimum[slot.claim_index] += min(self._needed(s) for s in slot.alternatives)
-        for ci, n in enumerate(minimum):
-            if n > MAX_DEVICES_PER_CLAIM:
-                raise claim_error(
-                    self.claims[ci],
-                    f"number of requested devices {n} exceeds the claim limit of "
-                    f"{MAX_DEVICES_PER_CLAIM}",
-                    "spec.devices.requests",
-                )
+            minimum += min(self._needed(s) for s in slot.alternatives)
+            if pos + 1 in self.claim_starts or pos + 1 == len(self.slots):
+                # Upstream checks each claim's size after its requests, before the next
+                # claim's (Allocate): a later claim's `All` set is not evaluated then.
+                if minimum > MAX_DEVICES_PER_CLAIM:
+                    raise claim_error(
+                        self.claims[slot.claim_index],
+                        f"number of requested devices {minimum} exceeds the claim limit of "
+                        f"{MAX_DEVICES_PER_CLAIM}",
+                        "spec.devices.requests",
+                    )
+                minimum = 0
 
     def _needed(self, spec: RequestSpec) -> int:
         return len(self.all_sets[id(spec)]) if spec.all_mode else spec.count
 
     def _exact_candidates(self, spec: RequestSpec) -> list[DeviceView]:
-        out = []
+        out: list[DeviceView] = []
+        plains: list[frozenset[int]] = []
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
-            for view in pool.devices:
-                if not spec.admin_access and self.state.in_use(view.id):
-                    continue  # upstream skips in-use devices before evaluating selectors
-                verdict = self.evaluate(spec, view)
-                if isinstance(verdict, AllocationError):
-                    self.mines.setdefault(id(spec), {})[view.id] = verdict
-                    if self.mine_rule == SKIP_MINES:
-                        continue
-                    if self.mine_rule == RAISE_MINES:
-                        out.append(view)  # upstream evaluates before any other check
-                        continue
-                elif not verdict:
-                    continue
-                if self._static_fit(spec, view) is not False:
-                    out.append(view)
+            views, plain, mines = self._pool_candidates(pool, spec)
+            out.extend(views)
+            plains.append(plain)
+            if mines:
+                self.mines.setdefault(id(spec), {}).update(mines)
+        self.plain[id(spec)] = plains[0] if len(plains) == 1 else frozenset().union(*plains)
         return out
+
+    def _pool_candidates(self, pool: Pool, spec: RequestSpec) -> PoolCandidates:
+        """One pool's candidates for `spec` in publish order, the FREE_ONLY ones among them
+        and its mines, kept while the ledgers of the pool's devices stay (their nodes'
+        versions name them)."""
+        flags = self.partitionable | self.taints << 1 | self.fractional << 2
+        key = (id(pool), id(spec), flags, self.mine_rule)
+        hit = _CANDIDATES.get(key)
+        if hit is not None and hit[0] is pool and hit[1] is spec:
+            bound = hit[2]
+            version = self.state.ledgers_version(bound)
+            if hit[3] == version:
+                return hit[4]
+        else:
+            bound = pool.bound_nodes()
+            version = self.state.ledgers_version(bound)
+        views = []
+        plain = set()
+        mines = []
+        taken = self.state.exclusive
+        admin = spec.admin_access
+        for view, mine, kind in self.matched(pool, spec):
+            if not admin and view.id in taken:
+                continue  # upstream skips in-use devices before evaluating selectors
+            if mine is not None:
+                mines.append((view.id, mine))
+                if self.mine_rule == SKIP_MINES:
+                    continue
+                if self.mine_rule == RAISE_MINES:
+                    views.append(view)  # upstream evaluates before any other check
+                    continue
+            if kind == FREE_ONLY:
+                plain.add(id(view))
+                views.append(view)
+            elif kind == LEDGERS and self._static_fit(spec, view) is not False:
+                views.append(view)
+        found = (tuple(views), frozenset(plain), tuple(mines))
+        if len(_CANDIDATES) >= _CANDIDATES_SIZE:
+            _CANDIDATES.clear()
+        _CANDIDATES[key] = (pool, spec, bound, version, found)
+        return found
 
     def _all_set(self, spec: RequestSpec) -> list[DeviceView]:
         claim = self.claims[spec.claim_index]
@@ -302,7 +345,8 @@ class Search:
         if spec.admin_access:
             # Admin access ignores other claims' use, never its own claim's (§3.8).
             return not view.multi and holders is not None and spec.claim_index in holders
-        return bool(holders) or self.state.in_use(view.id)
+        # An exact request's candidates were taken free of the ledgers; an `All` set was not.
+        return bool(holders) or (spec.all_mode and self.state.in_use(view.id))
 
     def add(
         self, spec: RequestSpec, view: DeviceView, must: bool = False, upstream: bool = False
@@ -312,6 +356,8 @@ class Search:
         self._tick()
         if self._busy(spec, view):
             return None
+        if id(view) in self.plain.get(id(spec), ()):
+            return self._add_plain(spec, view, must, upstream)
         dev = view.id
         multi = view.multi
         already_shared = multi and (
@@ -337,18 +383,11 @@ class Search:
             return None
         if self.compatibility and not self._compatible(view):
             return None
-        cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
+        cons = self._scope(spec)
         for c in cons:
             if not (c.upstream_admits(view) if upstream else c.admits(view)):
-                if must and (upstream or not all(k.upstream_admits(view) for k in cons)):
-                    claim = self.claims[spec.claim_index]
-                    raise spec.error(
-                        claim,
-                        f"cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
-                        "because a claim constraint would not be satisfied",
-                    )
                 if must:
-                    raise _PairwiseOnly
+                    self._refuse_whole(spec, view, cons, upstream)
                 return None
         consumed = consumption(view, spec.capacity, self.fractional)
         if consumed is None:
@@ -379,6 +418,38 @@ class Search:
         self.picks[spec.claim_index].append(pick)
         return pick
 
+    def _add_plain(
+        self, spec: RequestSpec, view: DeviceView, must: bool, upstream: bool
+    ) -> Pick | None:
+        """`add` for a device of `FREE_ONLY` kind: exclusive, no counters, its taints and
+        capacity already checked for this request; only the constraints are left."""
+        cons = self._scope(spec)
+        for c in cons:
+            if not (c.upstream_admits(view) if upstream else c.admits(view)):
+                if must:
+                    self._refuse_whole(spec, view, cons, upstream)
+                return None
+        for c in cons:
+            c.add(view, spec.parent)
+        self.alloc_excl.setdefault(view.id, []).append(spec.claim_index)
+        pick = Pick(spec, view, None)
+        self.picks[spec.claim_index].append(pick)
+        return pick
+
+    def _refuse_whole(
+        self, spec: RequestSpec, view: DeviceView, cons: list[ClaimConstraint], upstream: bool
+    ) -> NoReturn:
+        """A device an `All` request must have fails a constraint: upstream's fatal error, or
+        _PairwiseOnly where only draplan's pairwise distinctAttribute refuses it."""
+        if upstream or not all(k.upstream_admits(view) for k in cons):
+            dev = view.id
+            raise spec.error(
+                self.claims[spec.claim_index],
+                f"cannot add device {dev[0]}/{dev[1]}/{dev[2]} "
+                "because a claim constraint would not be satisfied",
+            )
+        raise _PairwiseOnly
+
     def remove(self, pick: Pick) -> None:
         spec, view = pick.spec, pick.view
         dev = view.id
@@ -406,9 +477,8 @@ class Search:
             for ckey, amount in view.consumes:
                 k = (view.pool_id, ckey)
                 self.counters_used[k] -= amount
-        for c in self.constraints[spec.claim_index]:
-            if c.applies(spec.parent, spec.name):
-                c.remove(view, spec.parent)
+        for c in self._scope(spec):
+            c.remove(view, spec.parent)
         if self.compatibility:
             for cc in view.device.consumes_counters:
                 self.on_counter_set[(view.pool_id, cc.counter_set)].pop()
@@ -451,18 +521,51 @@ class Search:
     def run(self, pos: int = 0) -> bool:
         if pos == len(self.slots):
             return True
+        slot = self.slots[pos]
+        if pos not in self.claim_starts:
+            return self._run_slot(pos, slot)
+        try:
+            return self._run_slot(pos, slot)
+        except _MaxSize:
+            # Upstream swallows errAllocationResultMaxSizeExceeded where one claim ends and
+            # the next begins (allocateOne): the previous claim's other choices go on.
+            self._unwind(slot.claim_index, 0)
+            return False
+
+    def _unwind(self, claim_index: int, depth: int) -> None:
+        """Take back this claim's picks above `depth` (those a _MaxSize skipped)."""
+        picks = self.picks[claim_index]
+        while len(picks) > depth:
+            self.remove(picks[-1])
+
+    def _run_slot(self, pos: int, slot: RequestSlot) -> bool:
         # Upstream's order has no memory of failed states; it only has to reach the same
         # devices as upstream does.
-        key = None if self.mine_rule == RAISE_MINES else self._memo_key(pos)
+        # The first request starts from the one initial state: nothing to remember there.
+        key = None if pos == 0 or self.mine_rule == RAISE_MINES else self._memo_key(pos)
         if key in self.failed:
             return False
-        slot = self.slots[pos]
+        exceeded = True
+        depth = len(self.picks[slot.claim_index])
         for spec in slot.alternatives:
             needed = self._needed(spec)
             if len(self.picks[slot.claim_index]) + needed > MAX_DEVICES_PER_CLAIM:
                 continue  # errAllocationResultMaxSizeExceeded: try the next subrequest
-            if self._try(pos, spec):
-                return True
+            try:
+                if self._try(pos, spec):
+                    return True
+            except _MaxSize:
+                if not slot.first_available:
+                    raise
+                self._unwind(slot.claim_index, depth)
+                continue  # a later request ran over: this subrequest took too many
+            exceeded = False
+        if exceeded:
+            # Every alternative runs over the claim's 32 devices with what the claim holds.
+            # Upstream returns errAllocationResultMaxSizeExceeded up to the nearest
+            # firstAvailable request (or the claim's start) without trying other devices for
+            # the requests in between: their number of devices is the same whichever they are.
+            raise _MaxSize
         if key is not None:
             self.failed.add(key)
         return False
@@ -472,25 +575,85 @@ class Search:
             return self._try_all(pos, spec)
         if self.mine_rule == RAISE_MINES:
             return self._scan(pos, spec, 0, spec.count)
-        cands = [v for v in self.candidates[id(spec)] if not self._busy(spec, v)]
-        cons = [c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)]
-        cands = [v for v in cands if all(c.admits(v) for c in cons)]
+        cons = self._scope(spec)
+        cands = self.candidates[id(spec)]
+        if self.alloc_excl or spec.admin_access:
+            busy = self._busy
+            cands = [v for v in cands if not busy(spec, v)]
         k = spec.count
+        # Unbound matchAttribute constraints admit any device that has the attribute; the
+        # values the device would bind them to group the candidates.
+        unbound: list[ClaimConstraint] = []
+        others: list[ClaimConstraint] = []
+        for c in cons:
+            (unbound if k > 1 and c.groups_by_value and c.bound is None else others).append(c)
+        keys: list[tuple[object, ...]] = []
+        groups: dict[object, list[DeviceView]] = {}
+        if unbound:
+            kept = []
+            for v in cands:
+                key = tuple(v.attribute(c.attribute) for c in unbound)
+                if None in key or (others and not all(c.admits(v) for c in others)):
+                    continue
+                kept.append(v)
+                keys.append(key)
+                groups.setdefault(key, []).append(v)
+            cands = kept
+        elif cons:
+            cands = [v for v in cands if all(c.admits(v) for c in cons)]
         if len(cands) < k:
             return False
-        unbound = [c for c in cons if c.groups_by_value and c.bound is None]
         distinct = [c for c in cons if not c.match]
         if distinct and len({tuple(c.value(v) for c in distinct) for v in cands}) < k:
             return False
-        if not unbound or k == 1:
+        if not unbound:
             return self._combine(pos, spec, cands, 0, k)
-        groups: dict[object, list[DeviceView]] = {}
-        for v in cands:
-            groups.setdefault(tuple(c.value(v) for c in unbound), []).append(v)
         fitting = [g for g in groups.values() if len(g) >= k]
         if self.options.device_order == "tight":
             fitting.sort(key=len)  # best fit: the smallest group that holds the request
-        return any(self._combine(pos, spec, g, 0, k) for g in fitting)
+            return any(self._combine(pos, spec, g, 0, k) for g in fitting)
+        if not fitting:
+            return False
+        return self._combine_grouped(pos, spec, cands, keys, groups, k)
+
+    def _combine_grouped(
+        self,
+        pos: int,
+        spec: RequestSpec,
+        cands: list[DeviceView],
+        keys: list[tuple[object, ...]],
+        groups: dict[object, list[DeviceView]],
+        k: int,
+    ) -> bool:
+        """Upstream's order (combinations in device order) where the first device binds the
+        request's matchAttribute values: the rest come from the devices after it with the
+        same values, and a first device whose group has too few after it is passed over
+        (upstream would try the devices after it and have each refused by the constraint)."""
+        rank: dict[int, int] = {}
+        for g in groups.values():
+            for j, v in enumerate(g):
+                rank[id(v)] = j
+        for key, v in zip(keys, cands, strict=True):
+            group = groups[key]
+            j = rank[id(v)]
+            if len(group) - j < k:
+                continue
+            pick = self.add(spec, v)
+            if pick is None:
+                continue
+            if self._combine(pos, spec, group, j + 1, k - 1):
+                return True
+            self.remove(pick)
+        return False
+
+    def _scope(self, spec: RequestSpec) -> list[ClaimConstraint]:
+        """The claim's constraints that apply to `spec`'s devices."""
+        cons = self.scoped.get(id(spec))
+        if cons is None:
+            cons = self.scoped[id(spec)] = [
+                c for c in self.constraints[spec.claim_index] if c.applies(spec.parent, spec.name)
+            ]
+        return cons
 
     def _combine(
         self, pos: int, spec: RequestSpec, cands: list[DeviceView], start: int, k: int
@@ -521,7 +684,7 @@ class Search:
                 continue
             mine = mines.get(view.id)
             if mine is not None:
-                raise mine
+                raise mine.with_traceback(None)
             pick = self.add(spec, view)
             if pick is None:
                 continue

@@ -1,0 +1,86 @@
+"""Which of a pool's devices a request's selectors pass (dra-semantics §3.4), kept per pool
+and request: the scheduler asks again for every pod of a shape, and a pool stays the same
+object while its slices do."""
+
+from __future__ import annotations
+
+from draplan.allocator.capacity import consumption
+from draplan.allocator.requests import RequestSpec, class_error
+from draplan.allocator.taints import taint_blocks
+from draplan.allocator.types import AllocationError
+from draplan.api.resource_v1 import ResourceClaim
+from draplan.cel import CelError
+from draplan.cluster.devices import DeviceView, Pool
+
+# How a device the selectors pass can still be refused before the search, known from the
+# device and the request alone: for good, only while it is taken (the common case), or
+# after a look at the ledgers (counters, shared capacity).
+REFUSED, FREE_ONLY, LEDGERS = 0, 1, 2
+
+# (device, its selector error or None, the kind above), in publish order.
+Matched = tuple[tuple[DeviceView, AllocationError | None, int], ...]
+
+# Pools and requests are immutable, so identity keys them; an entry keeps both alive so an
+# id is never reused while it is there.
+_MATCHED: dict[tuple[int, int, int], tuple[Pool, RequestSpec, Matched]] = {}
+_MATCHED_SIZE = 1 << 16
+
+
+def evaluate(spec: RequestSpec, claim: ResourceClaim, view: DeviceView) -> bool | AllocationError:
+    """Class selectors, then request selectors; a CEL error is returned, naming the device."""
+    for in_class, sels in ((True, spec.class_selectors), (False, spec.selectors)):
+        for i, sel in enumerate(sels):
+            try:
+                if not sel.matches(view.cel):
+                    return False
+            except CelError as err:
+                message = str(err)
+                field = f"selectors[{i}].cel.expression"
+                if in_class:
+                    return class_error(spec.device_class, message, f"spec.{field}")
+                return spec.error(claim, message, field)
+    return True
+
+
+def matched(
+    pool: Pool,
+    spec: RequestSpec,
+    claim: ResourceClaim,
+    partitionable: bool,
+    taints: bool,
+    fractional: bool,
+) -> Matched:
+    """The pool's devices that `spec`'s selectors pass or fail on (`claim` is its claim)."""
+    key = (id(pool), id(spec), partitionable | taints << 1 | fractional << 2)
+    hit = _MATCHED.get(key)
+    if hit is not None and hit[0] is pool and hit[1] is spec:
+        return hit[2]
+    out = []
+    for view in pool.devices:
+        verdict = evaluate(spec, claim, view)
+        if verdict is False:
+            continue
+        mine = verdict if isinstance(verdict, AllocationError) else None
+        out.append((view, mine, _kind(spec, view, partitionable, taints, fractional)))
+    if len(_MATCHED) >= _MATCHED_SIZE:
+        _MATCHED.clear()
+    result = tuple(out)
+    _MATCHED[key] = (pool, spec, result)
+    return result
+
+
+def _kind(
+    spec: RequestSpec, view: DeviceView, partitionable: bool, taints: bool, fractional: bool
+) -> int:
+    if view.consumes and not partitionable:
+        return REFUSED
+    if taints and taint_blocks(view, spec.tolerations):
+        return REFUSED
+    consumed = consumption(view, spec.capacity, fractional)
+    if consumed is None:
+        return REFUSED
+    if view.multi or view.consumes:
+        return LEDGERS
+    if any(amount > view.capacity[name] for name, amount in consumed.items()):
+        return REFUSED
+    return FREE_ONLY

@@ -1343,3 +1343,104 @@ def test_a_config_scoped_to_subrequests_of_one_request_stays_scoped() -> None:
     # Naming the chosen subrequest and the other request covers the claim.
     covering = with_claim_config(c, "r0/s0", "r1")
     assert configs(run(state, covering)) == [("FromClaim", ())]
+
+
+# --- upstream's search order (first-fit) ----------------------------------------------------
+# k8s.io/dynamic-resource-allocation structured/internal/incubating, allocator_incubating.go
+# (the variant kube-scheduler 1.36 and 1.37 run with their default gates): allocateOne tries
+# devices in pool, slice and device order, each next device of a request after the previous
+# one, and keeps the first full solution.
+
+
+def gaudi_node() -> ResourceSlice:
+    """Gaudi-like cards on two NUMA nodes, published out of NUMA order; only hl-0 is of
+    model "hl-325l" (the one the second request wants)."""
+    numa = (0, 1, 1, 0, 0)
+    return rslice(
+        "gaudi",
+        [
+            device(f"hl-{i}", numa=n, model="hl-325l" if i == 0 else "hl-225")
+            for i, n in enumerate(numa)
+        ],
+    )
+
+
+def test_first_fit_tries_groups_in_device_order_not_group_by_group() -> None:
+    # Upstream: hl-0 first, so {hl-0, hl-3} and {hl-0, hl-4}, each leaving the second request
+    # nothing; then hl-1, whose NUMA node holds {hl-1, hl-2}. Trying NUMA 0 whole first would
+    # answer {hl-3, hl-4}, a solution upstream never reaches.
+    c = claim(
+        "c",
+        request("cards", 2),
+        request("host", selectors=[f'device.attributes["{DRIVER}"].model == "hl-325l"']),
+        constraints=[match(f"{DRIVER}/numa", "cards")],
+    )
+    assert picked(run(cluster(gaudi_node()), c, order="first-fit")) == ["hl-1", "hl-2", "hl-0"]
+    # draplan's tight order keeps its own choice: the smallest group that holds the request.
+    assert picked(run(cluster(gaudi_node()), c, order="tight")) == ["hl-1", "hl-2", "hl-0"]
+
+
+def tpu_hosts(n: int, failing: int) -> ResourceSlice:
+    """TPU chips tpu-0..; chip `failing` publishes no `healthy`, so a selector on it fails."""
+    return rslice(
+        "tpu",
+        [
+            device(f"tpu-{i}") if i == failing else device(f"tpu-{i}", healthy=True)
+            for i in range(n)
+        ],
+    )
+
+
+def test_over_the_claim_limit_goes_back_to_the_subrequest_without_trying_other_devices() -> None:
+    # With "pair", the claim would hold 2 + 31 > 32 devices: upstream's allocateOne returns
+    # errAllocationResultMaxSizeExceeded up through the pair's device loop to the
+    # firstAvailable loop, which tries "one". tpu-2, whose selector fails, is never reached.
+    c = claim(
+        "c",
+        first_available("chips", sub("pair", 2, selectors=[HEALTHY]), sub("one", 1)),
+        request("rest", 31),
+    )
+    for order in ("first-fit", "tight"):
+        res = results(run(cluster(tpu_hosts(40, failing=2)), c, order=order))
+        assert res[0].request == "chips/one"
+        assert len(res) == 32
+
+
+def test_a_claims_size_is_checked_before_the_next_claims_devices_are_evaluated() -> None:
+    # Upstream's Allocate validates claim by claim: "a" over the limit is the error, before
+    # "b"'s All set (whose selector fails on tpu-1) is evaluated.
+    a = claim("a", request("many", 33))
+    b = claim("b", request("every", all_devices=True, selectors=[HEALTHY]))
+    with pytest.raises(AllocationError, match=r'"default/a".*exceeds the claim limit of 32'):
+        run(cluster(tpu_hosts(4, failing=1)), a, b, order="first-fit")
+
+
+def nvlink_rack_slice() -> ResourceSlice:
+    """A GB200-like rack's network-attached devices in one slice with per-device node
+    selection: imex-0 belongs to node-2 and publishes no `healthy`; imex-1 is node-1's."""
+    devices = [
+        msgspec.structs.replace(device("imex-0"), node_name="node-2"),
+        msgspec.structs.replace(device("imex-1", healthy=True), node_name=NODE),
+    ]
+    return ResourceSlice(
+        metadata=ObjectMeta(name="rack-a"),
+        spec=ResourceSliceSpec(
+            driver=DRIVER,
+            pool=ResourcePool(name="rack-a", generation=1, resource_slice_count=1),
+            per_device_node_selection=True,
+            devices=tuple(devices),
+        ),
+    )
+
+
+def test_first_fit_reaches_a_failing_device_of_another_node_in_a_slice_it_sees() -> None:
+    # Upstream's isSelectable runs the selectors before the device's own node selection, so
+    # node-1's search fails on imex-0 (node-2's) before it gets to imex-1.
+    state = cluster(nvlink_rack_slice())
+    c = claim("c", request("channel", selectors=[HEALTHY]))
+    with pytest.raises(AllocationError, match="imex-0"):
+        run(state, c, order="first-fit")
+    with pytest.raises(AllocationError, match="imex-0"):
+        run(state, claim("c", request("all", all_devices=True, selectors=[HEALTHY])))
+    # tight never needs imex-0's verdict: it is not node-1's to allocate.
+    assert picked(run(state, c, order="tight")) == ["imex-1"]

@@ -616,8 +616,11 @@ class Brute:
         self.state = state
         self.bad = {p.name for p in sc.pools if pool_bad(sc, p)}
         self.totals = {p.name: dict(p.counters) for p in sc.pools}
+        # Upstream's device order: pools by (driver, name), slices by name, devices as
+        # published (1.36+, incubating allocator's GatherPools and allocateOne).
+        order = sorted(sc.devices, key=lambda d: (sc.slice_pools[d.slice], f"slice-{d.slice}"))
         self.devs: dict[DevID, Dev] = {
-            dev_id(sc, d): d for d in sc.devices if sc.slice_pools[d.slice] not in self.bad
+            dev_id(sc, d): d for d in order if sc.slice_pools[d.slice] not in self.bad
         }
         self.pre_in_use: set[DevID] = set()
         self.pre_shared: dict[DevID, int] = {}
@@ -961,6 +964,11 @@ def check_scenario(sc: Scenario) -> None:
         if order == "tight":
             for feature in coverage(brute, picks):
                 event(f"sat with {feature}")
+        if order == "first-fit":
+            # Upstream's search takes combinations in device order, request by request, and
+            # keeps the first that fits: the enumerator's first solution in that order.
+            got = [(p.spec.claim, p.spec.name, p.dev) for p in picks]
+            assert got == [(p.spec.claim, p.spec.name, p.dev) for p in expected.solution]
         # The first request's prioritized list: the earliest alternative that lets all fit.
         if len(brute.slots[0]) > 1:
             assert picks and expected.solution

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.constraints import AttrValue, ClaimConstraint
-from draplan.allocator.matching import FREE_ONLY
+from draplan.allocator.matching import FREE_ONLY, HIDDEN
 from draplan.allocator.requests import RequestSpec, claim_label
 from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import (
@@ -209,9 +209,9 @@ def _groups(search: Search, con: ClaimConstraint, specs: list[RequestSpec]) -> d
         for pool in search.pools:
             if pool.incomplete or pool.invalid:
                 continue
-            for view, mine, _ in search.matched(pool, spec):
+            for view, mine, how in search.matched(pool, spec):
                 value = con.value(view)
-                if value is None:
+                if value is None or how == HIDDEN:
                     continue
                 if mine is not None:
                     raise mine.with_traceback(None)

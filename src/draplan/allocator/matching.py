@@ -16,6 +16,10 @@ from draplan.cluster.devices import DeviceView, Pool
 # device and the request alone: for good, only while it is taken (the common case), or
 # after a look at the ledgers (counters, shared capacity).
 REFUSED, FREE_ONLY, LEDGERS = 0, 1, 2
+# A device of a perDeviceNodeSelection slice the node sees whose own node selection excludes
+# the node: never a candidate, but upstream's allocateOne evaluates its selectors before
+# checking its node (isSelectable), so a selector failing on it is reached all the same.
+HIDDEN = 3
 
 # (device, its selector error or None, the kind above), in publish order.
 Matched = tuple[tuple[DeviceView, AllocationError | None, int], ...]
@@ -46,21 +50,28 @@ def matched(
     pool: Pool,
     spec: RequestSpec,
     claim: ResourceClaim,
+    reached: tuple[DeviceView, ...],
     partitionable: bool,
     taints: bool,
     fractional: bool,
 ) -> Matched:
-    """The pool's devices that `spec`'s selectors pass or fail on (`claim` is its claim)."""
+    """The devices upstream reaches in `pool` (`reached`, in order) that `spec`'s selectors
+    pass or fail on (`claim` is its claim); of those the node does not see, only failures."""
     key = (id(pool), id(spec), partitionable | taints << 1 | fractional << 2)
     hit = _MATCHED.get(key)
     if hit is not None and hit[0] is pool and hit[1] is spec:
         return hit[2]
-    out = []
-    for view in pool.devices:
+    seen = {id(v) for v in pool.devices} if reached is not pool.devices else None
+    out: list[tuple[DeviceView, AllocationError | None, int]] = []
+    for view in reached:
         verdict = evaluate(spec, claim, view)
         if verdict is False:
             continue
         mine = verdict if isinstance(verdict, AllocationError) else None
+        if seen is not None and id(view) not in seen:
+            if mine is not None:
+                out.append((view, mine, HIDDEN))
+            continue
         out.append((view, mine, _kind(spec, view, partitionable, taints, fractional)))
     if len(_MATCHED) >= _MATCHED_SIZE:
         _MATCHED.clear()

@@ -12,7 +12,7 @@ from draplan.allocator.capacity import consumption
 from draplan.allocator.compatibility import compatible
 from draplan.allocator.constraints import ClaimConstraint
 from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
-from draplan.allocator.matching import FREE_ONLY, LEDGERS, Matched, evaluate, matched
+from draplan.allocator.matching import FREE_ONLY, HIDDEN, LEDGERS, Matched, matched
 from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     RequestSlot,
@@ -46,9 +46,9 @@ class _PairwiseOnly(Exception):
 
 
 # A pool's candidates for a request, the ids of its FREE_ONLY ones, and its mines.
-PoolCandidates = tuple[
-    tuple[DeviceView, ...], frozenset[int], tuple[tuple[DeviceID, AllocationError], ...]
-]
+_Mines = tuple[tuple[DeviceID, AllocationError], ...]
+# ... and the mines of the pool's devices the node does not see (HIDDEN).
+PoolCandidates = tuple[tuple[DeviceView, ...], frozenset[int], _Mines, _Mines]
 # Per (pool, request, gates, mine rule): the pool, the request, the nodes its devices are bound
 # to, the version of their ledgers, and the candidates under those ledgers.
 _CANDIDATES: dict[
@@ -56,6 +56,8 @@ _CANDIDATES: dict[
     tuple[Pool, RequestSpec, tuple[str, ...], object, PoolCandidates],
 ] = {}
 _CANDIDATES_SIZE = 1 << 16
+# Per pool: the devices upstream's search walks in it (`Search._reached`).
+_REACHED: dict[int, tuple[Pool, tuple[DeviceView, ...]]] = {}
 
 # What the search does with a device whose selector fails at run time (a "mine"). Upstream
 # evaluates selectors lazily, as its search reaches each device (dra-semantics §2.3), so the
@@ -88,6 +90,8 @@ class Search:
         self.on_counter_set: dict[tuple[PoolID, str], list[frozenset[str]]] = {}
         # Per (sub)request, in device order: the selector error of each mine.
         self.mines: dict[int, dict[DeviceID, AllocationError]] = {}
+        # The same for devices the node does not see: they matter only in upstream's order.
+        self.hidden_mines: dict[int, dict[DeviceID, AllocationError]] = {}
         self.node = node
         self.claims = tuple(claims)
         self.options = options
@@ -129,17 +133,29 @@ class Search:
                     out.add(pool.id)
         return out
 
-    def selectable(self, spec: RequestSpec, view: DeviceView) -> bool:
-        """Class selectors, then request selectors (§3.4); a CEL error is fatal."""
-        verdict = evaluate(spec, self.claims[spec.claim_index], view)
-        if isinstance(verdict, AllocationError):
-            raise verdict
-        return verdict
-
     def matched(self, pool: Pool, spec: RequestSpec) -> Matched:
         """The pool's devices `spec`'s selectors pass or fail on (`matching.matched`)."""
         claim = self.claims[spec.claim_index]
-        return matched(pool, spec, claim, self.partitionable, self.taints, self.fractional)
+        reached = self._reached(pool)
+        return matched(pool, spec, claim, reached, self.partitionable, self.taints, self.fractional)
+
+    def _reached(self, pool: Pool) -> tuple[DeviceView, ...]:
+        """The devices upstream's search walks in `pool`: every device of the slices the node
+        sees, in slice and publish order, with those a perDeviceNodeSelection slice binds to
+        other nodes (dra-semantics §3.1, §3.4); `pool.devices` when there are none."""
+        hit = _REACHED.get(id(pool))
+        if hit is not None and hit[0] is pool:
+            return hit[1]
+        names = sorted({v.slice_name for v in pool.devices})
+        reached = pool.devices
+        if any(self.state.slices[n].spec.per_device_node_selection for n in names):
+            every = tuple(v for n in names for v in self.state.slice_devices(n))
+            if len(every) != len(pool.devices):
+                reached = every
+        if len(_REACHED) >= _CANDIDATES_SIZE:
+            _REACHED.clear()
+        _REACHED[id(pool)] = (pool, reached)
+        return reached
 
     def first_mine(self) -> AllocationError:
         """The error of the first mine in search order (requests, then devices)."""
@@ -206,11 +222,13 @@ class Search:
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
-            views, plain, mines = self._pool_candidates(pool, spec)
+            views, plain, mines, hidden = self._pool_candidates(pool, spec)
             out.extend(views)
             plains.append(plain)
             if mines:
                 self.mines.setdefault(id(spec), {}).update(mines)
+            if hidden:
+                self.hidden_mines.setdefault(id(spec), {}).update(hidden)
         self.plain[id(spec)] = plains[0] if len(plains) == 1 else frozenset().union(*plains)
         return out
 
@@ -232,12 +250,18 @@ class Search:
         views = []
         plain = set()
         mines = []
+        hidden: list[tuple[DeviceID, AllocationError]] = []
         taken = self.state.exclusive
         admin = spec.admin_access
         for view, mine, kind in self.matched(pool, spec):
             if not admin and view.id in taken:
                 continue  # upstream skips in-use devices before evaluating selectors
             if mine is not None:
+                if kind == HIDDEN:
+                    hidden.append((view.id, mine))
+                    if self.mine_rule == RAISE_MINES:
+                        views.append(view)
+                    continue
                 mines.append((view.id, mine))
                 if self.mine_rule == SKIP_MINES:
                     continue
@@ -249,7 +273,7 @@ class Search:
                 views.append(view)
             elif kind == LEDGERS and self._static_fit(spec, view) is not False:
                 views.append(view)
-        found = (tuple(views), frozenset(plain), tuple(mines))
+        found = (tuple(views), frozenset(plain), tuple(mines), tuple(hidden))
         if len(_CANDIDATES) >= _CANDIDATES_SIZE:
             _CANDIDATES.clear()
         _CANDIDATES[key] = (pool, spec, bound, version, found)
@@ -266,8 +290,10 @@ class Search:
                     f"asks for all devices, but resource pool {pool.id[0]}/{pool.id[1]} is "
                     f"currently {state}",
                 )
-            for view in pool.devices:
-                if not self.selectable(spec, view):
+            for view, mine, kind in self.matched(pool, spec):
+                if mine is not None:
+                    raise mine.with_traceback(None)  # upstream evaluates the whole set first
+                if kind == HIDDEN:
                     continue
                 consumed = consumption(view, spec.capacity, self.fractional)
                 if consumed is None:
@@ -677,7 +703,7 @@ class Search:
         if k == 0:
             return self.run(pos + 1)
         cands = self.candidates[id(spec)]
-        mines = self.mines.get(id(spec), {})
+        mines = {**self.mines.get(id(spec), {}), **self.hidden_mines.get(id(spec), {})}
         for i in range(start, len(cands)):
             view = cands[i]
             if self._busy(spec, view):
@@ -778,7 +804,8 @@ def _allocate(
     search = Search(state, node, claims, opts)
     search.prepare()
     try:
-        if search.mines and opts.device_order == "first-fit" and opts.prefer is None:
+        upstream = opts.device_order == "first-fit" and opts.prefer is None
+        if upstream and (search.mines or search.hidden_mines):
             search = Search(state, node, claims, opts, RAISE_MINES)
             search.prepare()
         found = search.run()

@@ -1,14 +1,21 @@
-"""Allocator micro-benchmarks against the upstream Go allocator's figures (warm CEL cache)."""
+"""Allocator micro-benchmarks against the upstream Go allocator's figures (warm CEL cache).
+
+Issue 29's targets, measured against k8s.io/dynamic-resource-allocation's incubating allocator
+on the same cases: a (4 GPUs on one PCIe root out of 8) <= 32 us median, b (6 over 5) <= 35 us.
+Both device orders run alternately, call by call, so a loaded machine slows them alike; the
+machine's load average is printed beside the figures."""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from typing import Any
 
 from clusters import claim, gpu_node_objects
 from draplan.allocator import Options, allocate
+from draplan.allocator.types import DeviceOrder
 from draplan.api.codec import decode
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.cluster.state import ClusterState
@@ -26,22 +33,33 @@ def _slice_with(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return objs
 
 
-def _time(state: ClusterState, claims: list[ResourceClaim], repeat: int) -> dict[str, Any]:
+ORDERS: tuple[DeviceOrder, ...] = ("first-fit", "tight")
+
+
+def _time(
+    state: ClusterState, claims: list[ResourceClaim], repeat: int, target: float | None = None
+) -> dict[str, Any]:
     node = next(iter(state.nodes.values()))
-    times = []
-    outcome = None
+    times: dict[str, list[float]] = {order: [] for order in ORDERS}
+    outcomes = {}
     for _ in range(repeat):
-        start = time.perf_counter()
-        outcome = allocate(state, node, claims, Options())
-        times.append((time.perf_counter() - start) * 1e6)
-    assert outcome is not None
-    return {
-        "satisfiable": outcome.ok,
-        "reason": outcome.reason.code if outcome.reason else None,
-        "steps": outcome.steps,
-        "firstMicros": round(times[0], 1),
-        "medianMicros": round(statistics.median(times[1:]), 1),
-    }
+        for order in ORDERS:
+            start = time.perf_counter()
+            outcomes[order] = allocate(state, node, claims, Options(device_order=order))
+            times[order].append((time.perf_counter() - start) * 1e6)
+    out: dict[str, Any] = {}
+    for order in ORDERS:
+        outcome = outcomes[order]
+        median = round(statistics.median(times[order][1:]), 1)
+        out[order] = {
+            "satisfiable": outcome.ok,
+            "reason": outcome.reason.code if outcome.reason else None,
+            "steps": outcome.steps,
+            "firstMicros": round(times[order][0], 1),
+            "medianMicros": median,
+            **({"targetMicros": target, "met": median <= target} if target else {}),
+        }
+    return out
 
 
 def pcie_root_4_of_8(repeat: int = 2000) -> dict[str, Any]:
@@ -56,13 +74,13 @@ def pcie_root_4_of_8(repeat: int = 2000) -> dict[str, Any]:
         for i in range(8)
     ]
     state = _state([*_slice_with(devices), claim("c", 4, "resource.kubernetes.io/pcieRoot")])
-    return _time(state, [state.claims[("default", "c")]], repeat)
+    return _time(state, [state.claims[("default", "c")]], repeat, 32.0)
 
 
 def six_of_five(repeat: int = 2000) -> dict[str, Any]:
     devices = [{"name": f"dev-{i}"} for i in range(5)]
     state = _state([*_slice_with(devices), claim("c", 6)])
-    return _time(state, [state.claims[("default", "c")]], repeat)
+    return _time(state, [state.claims[("default", "c")]], repeat, 35.0)
 
 
 def eight_in_groups(last_group_has_eight: bool, repeat: int = 500) -> dict[str, Any]:
@@ -106,6 +124,7 @@ def many_nodes(nodes: int = 1000, allocations: int = 10_000) -> dict[str, Any]:
 
 def run() -> dict[str, Any]:
     return {
+        "loadAverage": os.getloadavg()[0],
         "pcieRoot4of8": pcie_root_4_of_8(),
         "count6over5": six_of_five(),
         "count8groupsOf7Infeasible": eight_in_groups(False),

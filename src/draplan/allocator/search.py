@@ -47,8 +47,10 @@ class _PairwiseOnly(Exception):
 
 # A pool's candidates for a request, the ids of its FREE_ONLY ones, and its mines.
 _Mines = tuple[tuple[DeviceID, AllocationError], ...]
-# ... and the mines of the pool's devices the node does not see (HIDDEN).
-PoolCandidates = tuple[tuple[DeviceView, ...], frozenset[int], _Mines, _Mines]
+TightKey = tuple[int, float, int]
+# ... the mines of the pool's devices the node does not see (HIDDEN), and with `tight` each
+# candidate's key (read from the same ledgers).
+PoolCandidates = tuple[tuple[DeviceView, ...], frozenset[int], _Mines, _Mines, tuple[TightKey, ...]]
 # Per (pool, request, gates, mine rule): the pool, the request, the nodes its devices are bound
 # to, the version of their ledgers, and the candidates under those ledgers.
 _CANDIDATES: dict[
@@ -95,6 +97,8 @@ class Search:
         self.node = node
         self.claims = tuple(claims)
         self.options = options
+        # draplan's own order, the candidates sorted by `_tight_key` (a preference replaces it).
+        self.tight = options.device_order == "tight" and options.prefer is None
         self.pools = state.pools_for_node(node)
         self.pool_by_id: dict[PoolID, Pool] = {p.id: p for p in self.pools}
         self.slots, self.claim_starts = build_slots(self.claims, state.device_classes)
@@ -217,26 +221,32 @@ class Search:
         return len(self.all_sets[id(spec)]) if spec.all_mode else spec.count
 
     def _exact_candidates(self, spec: RequestSpec) -> list[DeviceView]:
+        """The candidates of every pool, in pool order, or in `tight` order."""
         out: list[DeviceView] = []
+        keys: list[TightKey] = []
         plains: list[frozenset[int]] = []
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
-            views, plain, mines, hidden = self._pool_candidates(pool, spec)
+            views, plain, mines, hidden, tight = self._pool_candidates(pool, spec)
             out.extend(views)
+            keys.extend(tight)
             plains.append(plain)
             if mines:
                 self.mines.setdefault(id(spec), {}).update(mines)
             if hidden:
                 self.hidden_mines.setdefault(id(spec), {}).update(hidden)
         self.plain[id(spec)] = plains[0] if len(plains) == 1 else frozenset().union(*plains)
+        if keys and len(out) > 1:
+            order = sorted(range(len(out)), key=keys.__getitem__)  # stable: pool order on ties
+            out = [out[i] for i in order]
         return out
 
     def _pool_candidates(self, pool: Pool, spec: RequestSpec) -> PoolCandidates:
         """One pool's candidates for `spec` in publish order, the FREE_ONLY ones among them
         and its mines, kept while the ledgers of the pool's devices stay (their nodes'
         versions name them)."""
-        flags = self.partitionable | self.taints << 1 | self.fractional << 2
+        flags = self.partitionable | self.taints << 1 | self.fractional << 2 | self.tight << 3
         key = (id(pool), id(spec), flags, self.mine_rule)
         hit = _CANDIDATES.get(key)
         if hit is not None and hit[0] is pool and hit[1] is spec:
@@ -273,7 +283,8 @@ class Search:
                 views.append(view)
             elif kind == LEDGERS and self._static_fit(spec, view) is not False:
                 views.append(view)
-        found = (tuple(views), frozenset(plain), tuple(mines), tuple(hidden))
+        tight = tuple(self._tight_key(v) for v in views) if self.tight else ()
+        found = (tuple(views), frozenset(plain), tuple(mines), tuple(hidden), tight)
         if len(_CANDIDATES) >= _CANDIDATES_SIZE:
             _CANDIDATES.clear()
         _CANDIDATES[key] = (pool, spec, bound, version, found)
@@ -317,11 +328,9 @@ class Search:
                     f"{claim_label(claim)} {spec.path}: the device preference changed the set"
                 )
             return ordered
-        if self.options.device_order == "first-fit" or len(views) < 2:
-            return views
-        return sorted(views, key=self._tight_key)
+        return views  # in pool order, or already in `tight` order
 
-    def _tight_key(self, view: DeviceView) -> tuple[int, float, int]:
+    def _tight_key(self, view: DeviceView) -> TightKey:
         """Keep whole groups and whole GPUs free: prefer devices of already-used GPUs and
         groups with fewer free devices, and the smallest partition."""
         if view.multi:

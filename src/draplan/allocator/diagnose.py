@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.constraints import AttrValue, ClaimConstraint
-from draplan.allocator.matching import FREE_ONLY, HIDDEN
+from draplan.allocator.matching import FREE_ONLY, HIDDEN, mine_error
 from draplan.allocator.requests import RequestSpec, claim_label
 from draplan.allocator.taints import taint_blocks
 from draplan.allocator.types import (
@@ -214,7 +214,7 @@ def _groups(search: Search, con: ClaimConstraint, specs: list[RequestSpec]) -> d
                 if value is None or how == HIDDEN:
                     continue
                 if mine is not None:
-                    raise mine.with_traceback(None)
+                    raise mine_error(spec, search.claims[spec.claim_index], mine)
                 counts[value] += 1
                 if spec.admin_access or not search.state.in_use(view.id):
                     unused[value] += 1

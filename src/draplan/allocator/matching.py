@@ -1,8 +1,10 @@
-"""Which of a pool's devices a request's selectors pass (dra-semantics §3.4), kept per pool
-and request: the scheduler asks again for every pod of a shape, and a pool stays the same
+"""Which of a pool's devices a request's selectors pass (dra-semantics §3.4), kept per pool and
+request shape: the scheduler asks again for every pod of a shape, and a pool stays the same
 object while its slices do."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from draplan.allocator.capacity import consumption
 from draplan.allocator.requests import RequestSpec, class_error
@@ -21,53 +23,65 @@ REFUSED, FREE_ONLY, LEDGERS = 0, 1, 2
 # checking its node (isSelectable), so a selector failing on it is reached all the same.
 HIDDEN = 3
 
-# (device, its selector error or None, the kind above), in publish order.
-Matched = tuple[tuple[DeviceView, AllocationError | None, int], ...]
 
-# Pools and requests are immutable, so identity keys them; an entry keeps both alive so an
-# id is never reused while it is there.
-_MATCHED: dict[tuple[int, int, int], tuple[Pool, RequestSpec, Matched]] = {}
+class Mine(NamedTuple):
+    """A selector that fails at run time on a device: which one, and the error's text."""
+
+    in_class: bool
+    selector: int  # its position in the class's or the request's list
+    message: str  # names the device
+
+
+# (device, the selector failing on it or None, the kind above), in publish order.
+Matched = tuple[tuple[DeviceView, Mine | None, int], ...]
+
+# Per (pool, request shape, gates): the pool (kept so its id is never reused while the entry
+# is there) and what its devices are to requests of that shape.
+_MATCHED: dict[tuple[int, object, int], tuple[Pool, Matched]] = {}
 _MATCHED_SIZE = 1 << 16
 
 
-def evaluate(spec: RequestSpec, claim: ResourceClaim, view: DeviceView) -> bool | AllocationError:
-    """Class selectors, then request selectors; a CEL error is returned, naming the device."""
+def mine_error(spec: RequestSpec, claim: ResourceClaim, mine: Mine) -> AllocationError:
+    """The fatal error of a failing selector, located in its class or in `claim`."""
+    field = f"selectors[{mine.selector}].cel.expression"
+    if mine.in_class:
+        return class_error(spec.device_class, mine.message, f"spec.{field}")
+    return spec.error(claim, mine.message, field)
+
+
+def _verdict(spec: RequestSpec, view: DeviceView) -> bool | Mine:
+    """Class selectors, then request selectors; a selector failing at run time is a Mine."""
     for in_class, sels in ((True, spec.class_selectors), (False, spec.selectors)):
         for i, sel in enumerate(sels):
             try:
                 if not sel.matches(view.cel):
                     return False
             except CelError as err:
-                message = str(err)
-                field = f"selectors[{i}].cel.expression"
-                if in_class:
-                    return class_error(spec.device_class, message, f"spec.{field}")
-                return spec.error(claim, message, field)
+                return Mine(in_class, i, str(err))
     return True
 
 
 def matched(
     pool: Pool,
     spec: RequestSpec,
-    claim: ResourceClaim,
     reached: tuple[DeviceView, ...],
     partitionable: bool,
     taints: bool,
     fractional: bool,
 ) -> Matched:
     """The devices upstream reaches in `pool` (`reached`, in order) that `spec`'s selectors
-    pass or fail on (`claim` is its claim); of those the node does not see, only failures."""
-    key = (id(pool), id(spec), partitionable | taints << 1 | fractional << 2)
+    pass or fail on; of those the node does not see, only failures."""
+    key = (id(pool), spec.shape, partitionable | taints << 1 | fractional << 2)
     hit = _MATCHED.get(key)
-    if hit is not None and hit[0] is pool and hit[1] is spec:
-        return hit[2]
+    if hit is not None and hit[0] is pool:
+        return hit[1]
     seen = {id(v) for v in pool.devices} if reached is not pool.devices else None
-    out: list[tuple[DeviceView, AllocationError | None, int]] = []
+    out: list[tuple[DeviceView, Mine | None, int]] = []
     for view in reached:
-        verdict = evaluate(spec, claim, view)
+        verdict = _verdict(spec, view)
         if verdict is False:
             continue
-        mine = verdict if isinstance(verdict, AllocationError) else None
+        mine = verdict if isinstance(verdict, Mine) else None
         if seen is not None and id(view) not in seen:
             if mine is not None:
                 out.append((view, mine, HIDDEN))
@@ -76,7 +90,7 @@ def matched(
     if len(_MATCHED) >= _MATCHED_SIZE:
         _MATCHED.clear()
     result = tuple(out)
-    _MATCHED[key] = (pool, spec, result)
+    _MATCHED[key] = (pool, result)
     return result
 
 

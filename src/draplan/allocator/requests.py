@@ -40,6 +40,9 @@ class RequestSpec:
     # As written, for the form of consumedCapacity in results.
     capacity_quantities: dict[str, Quantity]
     path: str  # of the request in its claim, e.g. spec.devices.requests[0].exactly
+    # What decides which devices it can have, and nothing else (no claim, no name): requests
+    # of one shape, as the pods of one template make, share what is known of the devices.
+    shape: tuple[object, ...]
 
     def error(self, claim: ResourceClaim, message: str, path: str = "") -> AllocationError:
         """A fatal error of this request, located in its claim."""
@@ -126,6 +129,13 @@ def _spec(
         capacity=capacity,
         capacity_quantities=quantities,
         path=path,
+        shape=(
+            tuple(s.expression for s in class_sel),
+            tuple(s.expression for s in req_sel),
+            req.tolerations,
+            tuple(sorted(capacity.items())),
+            admin,
+        ),
     )
 
 

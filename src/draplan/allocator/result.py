@@ -39,25 +39,25 @@ class Pick(NamedTuple):
     consumed: dict[str, int] | None
 
 
-# An exclusive device's result names only its request and the device: kept per pair (the
-# entry keeps both so their ids are never reused).
-_EXCLUSIVE: dict[
-    tuple[int, int], tuple[RequestSpec, DeviceView, DeviceRequestAllocationResult]
-] = {}
+# An exclusive device's result names only the device and what of its request the result
+# shows: kept per pair (the entry keeps the device so its id is never reused).
+_Result = DeviceRequestAllocationResult
+_EXCLUSIVE: dict[tuple[object, ...], tuple[DeviceView, _Result]] = {}
 _EXCLUSIVE_SIZE = 1 << 16
 
 
 def _result(claim: ResourceClaim, pick: Pick, ordinal: int) -> DeviceRequestAllocationResult:
     if pick.consumed is not None:
         return _make_result(claim, pick, ordinal)
-    key = (id(pick.spec), id(pick.view))
+    spec, view = pick.spec, pick.view
+    key = (id(view), spec.name, spec.admin_access, spec.tolerations)
     hit = _EXCLUSIVE.get(key)
-    if hit is not None and hit[0] is pick.spec and hit[1] is pick.view:
-        return hit[2]
+    if hit is not None and hit[0] is view:
+        return hit[1]
     result = _make_result(claim, pick, ordinal)
     if len(_EXCLUSIVE) >= _EXCLUSIVE_SIZE:
         _EXCLUSIVE.clear()
-    _EXCLUSIVE[key] = (pick.spec, pick.view, result)
+    _EXCLUSIVE[key] = (view, result)
     return result
 
 
@@ -117,23 +117,25 @@ def node_selector(picks: list[Pick], node: Node) -> NodeSelector | None:
     return NodeSelector(node_selector_terms=(term,))
 
 
-# Per claim and the (sub)requests its picks served, in order: the configs are the same for
-# every node the scheduler tries. The entry keeps the claim so its id is never reused.
+# Per claim spec (the pods of one template share it) and the (sub)requests its picks served
+# with their classes, in order: the configs are the same for every node the scheduler tries.
+# The entry keeps the spec and the classes so their ids are never reused.
 Configs = tuple[DeviceAllocationConfiguration, ...]
-_CONFIGS: dict[tuple[int, ...], tuple[ResourceClaim, Configs]] = {}
+_CONFIGS: dict[tuple[object, ...], tuple[object, tuple[object, ...], Configs]] = {}
 _CONFIGS_SIZE = 4096
 
 
 def _config(claim: ResourceClaim, picks: list[Pick]) -> Configs:
-    specs: dict[int, None] = dict.fromkeys(id(p.spec) for p in picks)
-    key = (id(claim), *specs)
+    specs = list({id(p.spec): p.spec for p in picks}.values())
+    classes = tuple(s.device_class for s in specs)
+    key = (id(claim.spec), *(s.name for s in specs), *(id(c) for c in classes))
     hit = _CONFIGS.get(key)
-    if hit is not None and hit[0] is claim:
-        return hit[1]
+    if hit is not None and hit[0] is claim.spec and hit[1] == classes:
+        return hit[2]
     out = _configs(claim, picks)
     if len(_CONFIGS) >= _CONFIGS_SIZE:
         _CONFIGS.clear()
-    _CONFIGS[key] = (claim, out)
+    _CONFIGS[key] = (claim.spec, classes, out)
     return out
 
 

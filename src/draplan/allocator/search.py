@@ -12,7 +12,15 @@ from draplan.allocator.capacity import consumption
 from draplan.allocator.compatibility import compatible
 from draplan.allocator.constraints import ClaimConstraint
 from draplan.allocator.diagnose import constraint_groups, diagnose, request_counts
-from draplan.allocator.matching import FREE_ONLY, HIDDEN, LEDGERS, Matched, matched
+from draplan.allocator.matching import (
+    FREE_ONLY,
+    HIDDEN,
+    LEDGERS,
+    Matched,
+    Mine,
+    matched,
+    mine_error,
+)
 from draplan.allocator.requests import (
     MAX_DEVICES_PER_CLAIM,
     RequestSlot,
@@ -46,16 +54,15 @@ class _PairwiseOnly(Exception):
 
 
 # A pool's candidates for a request, the ids of its FREE_ONLY ones, and its mines.
-_Mines = tuple[tuple[DeviceID, AllocationError], ...]
+_Mines = tuple[tuple[DeviceID, Mine], ...]
 TightKey = tuple[int, float, int]
 # ... the mines of the pool's devices the node does not see (HIDDEN), and with `tight` each
 # candidate's key (read from the same ledgers).
 PoolCandidates = tuple[tuple[DeviceView, ...], frozenset[int], _Mines, _Mines, tuple[TightKey, ...]]
-# Per (pool, request, gates, mine rule): the pool, the request, the nodes its devices are bound
-# to, the version of their ledgers, and the candidates under those ledgers.
+# Per (pool, request shape, gates, mine rule): the pool, the nodes its devices are bound to,
+# the version of their ledgers, and the candidates under those ledgers.
 _CANDIDATES: dict[
-    tuple[int, int, int, str],
-    tuple[Pool, RequestSpec, tuple[str, ...], object, PoolCandidates],
+    tuple[int, object, int, str], tuple[Pool, tuple[str, ...], object, PoolCandidates]
 ] = {}
 _CANDIDATES_SIZE = 1 << 16
 # Per pool: the devices upstream's search walks in it (`Search._reached`).
@@ -139,9 +146,8 @@ class Search:
 
     def matched(self, pool: Pool, spec: RequestSpec) -> Matched:
         """The pool's devices `spec`'s selectors pass or fail on (`matching.matched`)."""
-        claim = self.claims[spec.claim_index]
         reached = self._reached(pool)
-        return matched(pool, spec, claim, reached, self.partitionable, self.taints, self.fractional)
+        return matched(pool, spec, reached, self.partitionable, self.taints, self.fractional)
 
     def _reached(self, pool: Pool) -> tuple[DeviceView, ...]:
         """The devices upstream's search walks in `pool`: every device of the slices the node
@@ -232,10 +238,11 @@ class Search:
             out.extend(views)
             keys.extend(tight)
             plains.append(plain)
-            if mines:
-                self.mines.setdefault(id(spec), {}).update(mines)
-            if hidden:
-                self.hidden_mines.setdefault(id(spec), {}).update(hidden)
+            claim = self.claims[spec.claim_index]
+            for found, raw in ((self.mines, mines), (self.hidden_mines, hidden)):
+                if raw:
+                    errors = {vid: mine_error(spec, claim, m) for vid, m in raw}
+                    found.setdefault(id(spec), {}).update(errors)
         self.plain[id(spec)] = plains[0] if len(plains) == 1 else frozenset().union(*plains)
         if keys and len(out) > 1:
             order = sorted(range(len(out)), key=keys.__getitem__)  # stable: pool order on ties
@@ -247,20 +254,20 @@ class Search:
         and its mines, kept while the ledgers of the pool's devices stay (their nodes'
         versions name them)."""
         flags = self.partitionable | self.taints << 1 | self.fractional << 2 | self.tight << 3
-        key = (id(pool), id(spec), flags, self.mine_rule)
+        key = (id(pool), spec.shape, flags, self.mine_rule)
         hit = _CANDIDATES.get(key)
-        if hit is not None and hit[0] is pool and hit[1] is spec:
-            bound = hit[2]
+        if hit is not None and hit[0] is pool:
+            bound = hit[1]
             version = self.state.ledgers_version(bound)
-            if hit[3] == version:
-                return hit[4]
+            if hit[2] == version:
+                return hit[3]
         else:
             bound = pool.bound_nodes()
             version = self.state.ledgers_version(bound)
         views = []
         plain = set()
         mines = []
-        hidden: list[tuple[DeviceID, AllocationError]] = []
+        hidden: list[tuple[DeviceID, Mine]] = []
         taken = self.state.exclusive
         admin = spec.admin_access
         for view, mine, kind in self.matched(pool, spec):
@@ -287,7 +294,7 @@ class Search:
         found = (tuple(views), frozenset(plain), tuple(mines), tuple(hidden), tight)
         if len(_CANDIDATES) >= _CANDIDATES_SIZE:
             _CANDIDATES.clear()
-        _CANDIDATES[key] = (pool, spec, bound, version, found)
+        _CANDIDATES[key] = (pool, bound, version, found)
         return found
 
     def _all_set(self, spec: RequestSpec) -> list[DeviceView]:
@@ -302,8 +309,8 @@ class Search:
                     f"currently {state}",
                 )
             for view, mine, kind in self.matched(pool, spec):
-                if mine is not None:
-                    raise mine.with_traceback(None)  # upstream evaluates the whole set first
+                if mine is not None:  # upstream evaluates the whole set first
+                    raise mine_error(spec, claim, mine)
                 if kind == HIDDEN:
                     continue
                 consumed = consumption(view, spec.capacity, self.fractional)

@@ -37,7 +37,7 @@ Matched = tuple[tuple[DeviceView, Mine | None, int], ...]
 
 # Per (pool, request shape, gates): the pool (kept so its id is never reused while the entry
 # is there) and what its devices are to requests of that shape.
-_MATCHED: dict[tuple[int, object, int], tuple[Pool, Matched]] = {}
+_MATCHED: dict[tuple[int, int, int], tuple[Pool, Matched]] = {}
 _MATCHED_SIZE = 1 << 16
 
 

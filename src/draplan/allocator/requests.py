@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -40,9 +41,10 @@ class RequestSpec:
     # As written, for the form of consumedCapacity in results.
     capacity_quantities: dict[str, Quantity]
     path: str  # of the request in its claim, e.g. spec.devices.requests[0].exactly
-    # What decides which devices it can have, and nothing else (no claim, no name): requests
-    # of one shape, as the pods of one template make, share what is known of the devices.
-    shape: tuple[object, ...]
+    # What decides which devices it can have, and nothing else (no claim, no name), as a
+    # number: requests of one shape, as the pods of one template make, share what is known
+    # of the devices.
+    shape: int
 
     def error(self, claim: ResourceClaim, message: str, path: str = "") -> AllocationError:
         """A fatal error of this request, located in its claim."""
@@ -129,14 +131,31 @@ def _spec(
         capacity=capacity,
         capacity_quantities=quantities,
         path=path,
-        shape=(
-            tuple(s.expression for s in class_sel),
-            tuple(s.expression for s in req_sel),
-            req.tolerations,
-            tuple(sorted(capacity.items())),
-            admin,
+        shape=_shape(
+            (
+                tuple(s.expression for s in class_sel),
+                tuple(s.expression for s in req_sel),
+                req.tolerations,
+                tuple(sorted(capacity.items())),
+                admin,
+            )
         ),
     )
+
+
+# A number per request shape, never reused: when the table is dropped, a shape seen again gets
+# a new one (what was kept under the old one is then not found, never mistaken).
+_SHAPES: dict[tuple[object, ...], int] = {}
+_SHAPE_NUMBERS = itertools.count()
+
+
+def _shape(key: tuple[object, ...]) -> int:
+    number = _SHAPES.get(key)
+    if number is None:
+        if len(_SHAPES) >= _SLOTS_CACHE_SIZE:
+            _SHAPES.clear()
+        number = _SHAPES[key] = next(_SHAPE_NUMBERS)
+    return number
 
 
 class Slots(NamedTuple):

@@ -62,7 +62,7 @@ PoolCandidates = tuple[tuple[DeviceView, ...], frozenset[int], _Mines, _Mines, t
 # Per (pool, request shape, gates, mine rule): the pool, the nodes its devices are bound to,
 # the version of their ledgers, and the candidates under those ledgers.
 _CANDIDATES: dict[
-    tuple[int, object, int, str], tuple[Pool, tuple[str, ...], object, PoolCandidates]
+    tuple[int, int, int, str], tuple[Pool, tuple[str, ...], object, PoolCandidates]
 ] = {}
 _CANDIDATES_SIZE = 1 << 16
 # Per pool: the devices upstream's search walks in it (`Search._reached`).

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import tempfile
 import time
 from itertools import pairwise
@@ -111,7 +112,13 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
     out["plans"] = len(plans)
     if plan_bounds:
         out["planFreshnessP50"] = round(_quantile(plan_bounds, 0.5), 3)
+        out["planFreshnessP99"] = round(_quantile(plan_bounds, 0.99), 3)
         out["planFreshnessMax"] = round(max(plan_bounds), 3)
+        out["planWithinTarget"] = out["planFreshnessP99"] <= 3.0
+    # Issue 29: <= 1.5 GiB for the serving process and for the planner it spawns (children's
+    # peak is the largest child's: the planner or the API-server double, whichever is larger).
+    out["peakRSSMiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    out["childrenPeakRSSMiB"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
     out["loadAverage"] = round(os.getloadavg()[0], 1)
     return out
 

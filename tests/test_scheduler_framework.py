@@ -24,7 +24,7 @@ from draplan.scheduler.framework import (
     default_normalize_score,
     unschedulable,
 )
-from draplan.scheduler.nodeorder import num_feasible_to_find, tree_order, zone_key
+from draplan.scheduler.nodeorder import NodeOrder, num_feasible_to_find, tree_order, zone_key
 from scheduler_builders import MakeNode, MakePod
 
 ZONE = "topology.kubernetes.io/zone"
@@ -207,6 +207,44 @@ def test_tree_order_takes_one_node_of_each_zone_in_turn() -> None:
     assert tree_order(nodes) == ["a1", "b1", "c1", "a2", "c2", "a3"]
     beta = MakeNode().name("d").label("failure-domain.beta.kubernetes.io/zone", "old")
     assert zone_key(beta.label(ZONE, "new").obj()) == ":\x00:old"  # the beta label first
+
+
+# (operation, node name, zone): add or relabel, remove, fork, revert, commit.
+_ORDER_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "put", "put", "remove", "fork", "revert", "commit"]),
+        st.sampled_from([f"n{i}" for i in range(12)]),
+        st.sampled_from(["", "us-east-1a", "us-east-1b", "eu-west-4c"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_ORDER_STEPS)
+def test_node_order_kept_through_the_change_log_equals_the_tree_order(
+    steps: list[tuple[str, str, str]],
+) -> None:
+    """NodeOrder moves only the nodes the change log names (zone lists, a control-plane node
+    without a zone among them); at every step it is the tree order of the nodes there are."""
+    state = ClusterState()
+    order = NodeOrder()
+    depth = 0
+    for op, name, zone in steps:
+        if op == "put":
+            node = MakeNode().name(name)
+            state.add_node((node.label(ZONE, zone) if zone else node).obj())
+        elif op == "remove" and name in state.nodes:
+            state.remove_node(name)
+        elif op == "fork":
+            state.fork()
+            depth += 1
+        elif op in ("revert", "commit") and depth:
+            state.revert() if op == "revert" else state.commit()
+            depth -= 1
+        order.sync(state)
+        assert order.names == tree_order(dict(state.nodes.items()))
+        assert order.position == {n: i for i, n in enumerate(order.names)}
 
 
 def _indexed(count: int) -> list[Node]:

@@ -14,6 +14,7 @@ after another.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Mapping
 
 from draplan.api.core_v1 import Node
@@ -64,13 +65,16 @@ def tree_order(nodes: Mapping[str, Node]) -> list[str]:
 
 
 class NodeOrder:
-    """`tree_order` of a state's nodes, kept current through the state's change log."""
+    """`tree_order` of a state's nodes, kept current through the state's change log: a node
+    that comes, goes or changes zone moves in its zone's list alone (the scale-down's forks
+    remove and bring back one node at a time), and the lists are interleaved again."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.position: dict[str, int] = {}
         self.epoch = 0  # changes whenever the order does
         self._zones: dict[str, str] = {}
+        self._members: dict[str, list[str]] = {}  # per zone, its nodes by name
         self._state: ClusterState | None = None
         self._cursor = -1
 
@@ -81,13 +85,47 @@ class NodeOrder:
             # A cluster-wide change: nodes come and go only by name, so the set tells.
             if state is self._state and self._same_names(state):
                 return
-        elif all(self._unchanged(name, state.nodes.get(name)) for name in tail):
+            self._state = state
+            self._rebuild(dict(state.nodes.items()))  # read once: a fork's nodes are layered
             return
-        self._state = state
-        nodes = dict(state.nodes.items())  # read once: a fork's nodes are layered
-        self.names = tree_order(nodes)
-        self.position = {name: i for i, name in enumerate(self.names)}
+        moved = False
+        for name in tail:
+            node = state.nodes.get(name)
+            zone = zone_key(node) if node is not None else None
+            old = self._zones.get(name)
+            if zone == old:
+                continue
+            moved = True
+            if old is not None:
+                members = self._members[old]
+                del members[bisect_left(members, name)]
+                if not members:
+                    del self._members[old]
+                del self._zones[name]
+            if zone is not None:
+                insort(self._members.setdefault(zone, []), name)
+                self._zones[name] = zone
+        if moved:
+            self._publish()
+
+    def _rebuild(self, nodes: Mapping[str, Node]) -> None:
         self._zones = {name: zone_key(node) for name, node in nodes.items()}
+        self._members = {}
+        for name in sorted(nodes):
+            self._members.setdefault(self._zones[name], []).append(name)
+        self._publish()
+
+    def _publish(self) -> None:
+        # Zones in the order of their first node by name, as `tree_order` takes them.
+        lists = sorted(self._members.values(), key=lambda members: members[0])
+        if len(lists) == 1:
+            names = list(lists[0])
+        else:
+            names = []
+            for i in range(max((len(z) for z in lists), default=0)):
+                names.extend(z[i] for z in lists if i < len(z))
+        self.names = names
+        self.position = {name: i for i, name in enumerate(names)}
         self.epoch += 1
 
     def _same_names(self, state: ClusterState) -> bool:
@@ -98,8 +136,3 @@ class NodeOrder:
                 return False
             count += 1
         return count == len(position)
-
-    def _unchanged(self, name: str, node: Node | None) -> bool:
-        if node is None:
-            return name not in self.position
-        return self._zones.get(name) == zone_key(node)

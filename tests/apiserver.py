@@ -128,6 +128,12 @@ class Query:
         return _field_matches(obj, self.fields) and _label_matches(obj, self.labels)
 
 
+class _Server(ThreadingHTTPServer):
+    # A real API server takes many connections at once; socketserver's default backlog of 5
+    # drops the SYNs of a client that reconnects every watch at once (a 1 s retransmit).
+    request_queue_size = 128
+
+
 class ApiServer:
     """Serve `Resource`s; mutate them with `put` / `delete` from any thread."""
 
@@ -245,7 +251,7 @@ class ApiServer:
         return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> ApiServer:
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), _handler(self))
+        httpd = _Server(("127.0.0.1", self._port), _handler(self))
         httpd.daemon_threads = True
         self._port = int(httpd.server_address[1])
         self._stopping = False

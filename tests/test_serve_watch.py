@@ -268,6 +268,39 @@ def test_lost_server_disconnects_and_keeps_the_last_state(
     _converged(model, server, tmp_path)
 
 
+def test_once_one_kind_is_answered_again_the_others_retry_at_once(
+    tmp_path: Path, cleanup: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="draplan.serve")
+    churn = Churn(random.Random(12), nodes=2, gpus=2)
+    server = served(churn.initial, bookmark_interval=0.05)
+    model = _start(server, tmp_path, cleanup, backoff=Backoff(base=2.0, factor=2.0, jitter=1.0))
+    wait_for(lambda: model.health().ready and model.health().connected, what="connected")
+    assert model.intake is not None
+    served_kinds = sum(1 for rv in model.resource_versions().values() if rv)
+    back: dict[str, float] = {}
+    contact = model.contact
+
+    def spy(res: Any, ok: bool, message: str = "") -> None:
+        if ok and message and res.plural not in back:
+            back[res.plural] = time.monotonic()
+        contact(res, ok, message)
+
+    model.contact = spy  # type: ignore[method-assign]
+    before = len(model.intake.delays)
+    server.stop()
+    # Every watch is cut and backs off once, 2 to 4 s each (client-go's jitter factor 1).
+    wait_for(lambda: model.intake is not None and len(model.intake.delays) - before >= served_kinds)
+    delays = [d for _, d in model.intake.delays[before:]]
+    back.clear()
+    server.start()
+    wait_for(lambda: model.health().connected, timeout=30, what="reconnected")
+    assert max(delays) - min(delays) > 1.0  # waited out, they would come back apart
+    assert max(back.values()) - min(back.values()) < 0.5, back
+    _converged(model, server, tmp_path)
+    assert "reconnected: watching from resourceVersion" in caplog.text
+
+
 def test_a_bad_object_is_logged_once_counted_and_skipped(
     tmp_path: Path, cleanup: list[Any], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -35,7 +35,8 @@ def served(objects: list[dict[str, Any]], **kwargs: Any) -> ApiServer:
 
 
 def model_of(server: ApiServer, kubeconfig: str, **options: Any) -> LiveClusterModel:
-    opts = WatchOptions(backoff=FAST, seed=7, page_size=options.pop("page_size", 50), **options)
+    options = {"backoff": FAST, "seed": 7, "page_size": 50, **options}
+    opts = WatchOptions(**options)
     return LiveClusterModel(resolve_config(server.kubeconfig(kubeconfig)), options=opts)
 
 

@@ -213,6 +213,9 @@ class LiveClusterModel:
         with self._lock:
             if kind.lists and rv:
                 self._relists += 1
+                log.info(
+                    "%s: relisted: %d objects at resourceVersion %s", kind.name, len(items), rv
+                )
             if objects or kind.objects:
                 self._rebuild = True
                 self._pending.clear()
@@ -262,8 +265,13 @@ class LiveClusterModel:
         with self._lock:
             if ok:
                 self._last_contact = self._clock()
-                if kind.error:
-                    log.info("%s: reconnected", kind.name)
+                # A list after an error is logged as the relist it is (`replace`).
+                if kind.error and message == "watch":
+                    log.info(
+                        "%s: reconnected: watching from resourceVersion %s",
+                        kind.name,
+                        kind.resource_version,
+                    )
             elif not kind.error:
                 log.warning("%s: %s", kind.name, message)
             kind.error = "" if ok else message or "failed"

@@ -5,7 +5,10 @@ Bookmarks advance the resourceVersion, so a re-watch after a server-side timeout
 connection resumes where it was; `410 Gone` (the HTTP status, or an ERROR event with code 410)
 means that resourceVersion was compacted away, so the kind is listed again; other failures back
 off exponentially with jitter (client-go's 800 ms doubling to 30 s, jitter factor 1), longer
-when the server says Retry-After. A kind whose group is not served (or, for an optional kind,
+when the server says Retry-After. One server answers every kind: when a request succeeds after
+failures, the kinds still backing off try again at once instead of waiting out back-offs that
+grew while the server was away (each kind's own back-off keeps growing if it fails again, so a
+flapping server is not hammered). A kind whose group is not served (or, for an optional kind,
 that RBAC refuses) counts as listed and empty, and discovery is asked again later.
 
 One asyncio loop drives every kind's watch: fifteen mostly idle streams cost one coroutine
@@ -170,7 +173,9 @@ class Sink(Protocol):
 
     def bookmark(self, res: Resource, rv: str) -> None: ...
 
-    def contact(self, res: Resource, ok: bool, message: str = "") -> None: ...
+    def contact(self, res: Resource, ok: bool, message: str = "") -> None:
+        """A request of `res` succeeded (`message`: "list", "watch" or "" for an event) or
+        failed (`message`: why)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +215,8 @@ class Intake:
         # bookmark's, kept across failed watches so a reconnect needs no relist.
         self._rv: dict[Resource, str] = {}
         self._failures: dict[Resource, int] = {}  # in a row, since the last success
+        # Set when a request succeeds after failures: the back-offs waiting on it end.
+        self._answered: asyncio.Event | None = None
 
     # --- running --------------------------------------------------------------------------
 
@@ -274,16 +281,35 @@ class Intake:
                 await self._back_off(res, rng, err.retry_after if isinstance(err, Failed) else 0.0)
 
     async def _back_off(self, res: Resource, rng: random.Random, retry_after: float) -> None:
-        """Wait before the next attempt: longer after every failure in a row (`_ok` resets)."""
+        """Wait before the next attempt: longer after every failure in a row (`_ok` resets),
+        but no longer than until another kind's request succeeds after failures (a server
+        that asked for Retry-After is waited for in full)."""
         attempt = self._failures.get(res, 0)
         delay = max(self.options.backoff.delay(attempt, rng), retry_after)
         self._failures[res] = attempt + 1
         self.delays = [*self.delays[-99:], (res.plural, delay)]
-        await self._sleep(delay)
+        if retry_after:
+            await self._sleep(delay)
+            return
+        if self._answered is None:
+            self._answered = asyncio.Event()
+        answered = asyncio.ensure_future(self._answered.wait())
+        slept = asyncio.ensure_future(self._sleep(delay))
+        try:
+            await asyncio.wait((answered, slept), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            answered.cancel()
+            slept.cancel()
 
-    def _ok(self, res: Resource) -> None:
+    def _ok(self, res: Resource, what: str) -> None:
+        """A request of `res` succeeded: `what` it was ("list" or "watch")."""
+        if self._failures.get(res) and self._answered is not None:
+            # The server answers again: wake the other kinds' back-offs (the next failure
+            # makes a new event, so one recovery wakes each waiting kind once).
+            self._answered.set()
+            self._answered = None
         self._failures[res] = 0
-        self.sink.contact(res, True)
+        self.sink.contact(res, True, what)
 
     # --- requests -------------------------------------------------------------------------
 
@@ -373,7 +399,7 @@ class Intake:
                 raise Failed(f"GET {path}: the answer is not a list") from None
             raws.extend(page.items or ())
             rv = rv or page.metadata.resource_version
-            self._ok(res)
+            self._ok(res, "list")
             if not page.metadata.continue_:
                 break
             query["continue"] = page.metadata.continue_
@@ -400,7 +426,7 @@ class Intake:
             async with self._client.stream("GET", path, params=params, timeout=timeout) as resp:
                 if resp.status_code != 200:
                     _check(resp.status_code, await resp.aread(), resp.headers)
-                self._ok(res)
+                self._ok(res, "watch")
                 buffer = b""
                 async for chunk in resp.aiter_bytes():
                     lines = (buffer + chunk).split(b"\n")

@@ -31,7 +31,9 @@ from draplan.cli.common import (
     output_option,
 )
 from draplan.cli.output import emit_document, emit_json, emit_table, emit_yaml
+from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState
+from draplan.scheduler.claims import unavailable_on
 from draplan.sources import gc_paused
 
 EXIT_BAD_INPUT = 2
@@ -85,6 +87,9 @@ def _pick_node(state: ClusterState, node: str | None) -> str:
     return names[0]
 
 
+ALLOCATED_ELSEWHERE = "AllocatedElsewhere"
+
+
 def _pick_claims(state: ClusterState, refs: tuple[str, ...]) -> list[ResourceClaim]:
     if not refs:
         return [c for c in state.claims.values() if c.status.allocation is None]
@@ -124,6 +129,11 @@ def allocate_cmd(
     state = load_state(filenames)
     node_name = _pick_node(state, node)
     claims = _pick_claims(state, claim_refs)
+    elsewhere = unavailable_on(state.nodes[node_name], claims)
+    if elsewhere:
+        reason = _allocated_elsewhere(state, node_name, elsewhere[0])
+        _emit_allocation({"satisfiable": False, "claims": [], "reason": reason}, node_name, output)
+        return
     pending = [c for c in claims if c.status.allocation is None]
     options = Options(device_order=device_order, timeout_seconds=timeout)  # type: ignore[arg-type]
     times = []
@@ -151,14 +161,50 @@ def allocate_cmd(
             "medianMicros": round(statistics.median(times[1:]), 1),
             "repeat": repeat,
         }
+    _emit_allocation(doc, node_name, output)
+    if check and outcome.ok and doc["check"]["problems"]:
+        raise click.exceptions.Exit(EXIT_INTERNAL)
+
+
+def _emit_allocation(doc: dict[str, Any], node_name: str, output: str) -> None:
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
         emit_yaml(doc["claims"] or [doc], listed=False)  # as `kubectl get` one claim
     else:
         _allocation_table(doc, node_name)
-    if check and outcome.ok and doc["check"]["problems"]:
-        raise click.exceptions.Exit(EXIT_INTERNAL)
+
+
+def _allocated_elsewhere(state: ClusterState, node: str, claim: ResourceClaim) -> dict[str, Any]:
+    """Why `node` cannot take a claim allocated for other nodes: which, and which devices."""
+    allocation = claim.status.allocation
+    assert allocation is not None and allocation.node_selector is not None
+    nodes = [
+        name
+        for name, other in sorted(state.nodes.items())
+        if selector_matches(allocation.node_selector, other)
+    ]
+    devices = [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results]
+    where = (
+        f"node {nodes[0]}"
+        if len(nodes) == 1
+        else f"{len(nodes)} nodes ({', '.join(nodes[:3])}{', ...' if len(nodes) > 3 else ''})"
+        if nodes
+        else "nodes none of the input's match"
+    )
+    ref = f"{claim.metadata.namespace}/{claim.metadata.name}"
+    message = (
+        f"claim {ref} is already allocated ({', '.join(devices) or 'no devices'}) for {where}, "
+        f"not for {node}: kube-scheduler rejects every other node for a pod that uses it "
+        "(resourceclaim not available on the node)"
+    )
+    return {
+        "code": ALLOCATED_ELSEWHERE,
+        "message": message,
+        "claim": ref,
+        "allocatedNodes": nodes,
+        "devices": devices,
+    }
 
 
 def _allocation_table(doc: dict[str, Any], node: str) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from draplan.api.core_v1 import Pod, PodResourceClaim
+from draplan.api.core_v1 import Node, Pod, PodResourceClaim
 from draplan.api.meta import ObjectMeta, OwnerReference
 from draplan.api.resource_v1 import (
     POD_CLAIM_ANNOTATION,
@@ -17,11 +17,25 @@ from draplan.api.resource_v1 import (
     ResourceClaimConsumerReference,
 )
 from draplan.api.scheduling import PodGroupV1Beta1
+from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState, ObjectKey
 
 # The API server's generateName alphabet (no vowels, no confusable digits).
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 MAX_BASE = 57  # 63 minus a hyphen and five generated characters
+
+
+def unavailable_on(node: Node, claims: Iterable[ResourceClaim]) -> list[ResourceClaim]:
+    """The allocated claims whose allocation's nodeSelector leaves `node` out: kube-scheduler
+    rejects such a node whatever else it has (DynamicResources.Filter, "resourceclaim not
+    available on the node", kubernetes `pkg/scheduler/framework/plugins/dynamicresources`)."""
+    return [
+        claim
+        for claim in claims
+        if claim.status.allocation is not None
+        and claim.status.allocation.node_selector is not None
+        and not selector_matches(claim.status.allocation.node_selector, node)
+    ]
 
 
 class ClaimNotFound(Exception):

@@ -12,13 +12,13 @@ from draplan.allocator import AllocationError, Options, Outcome, allocate
 from draplan.allocator.result import retarget
 from draplan.api.core_v1 import Node
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimConsumerReference
-from draplan.cluster.nodeselector import selector_matches
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler.claims import (
     ClaimNotFound,
     group_claims,
     group_consumer,
     pod_claims,
+    unavailable_on,
 )
 from draplan.scheduler.extended import class_mapping, extended_claim, mapped_requests
 from draplan.scheduler.framework import (
@@ -111,10 +111,8 @@ class DynamicResources:
 
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)
-        for claim in dra.claims:
-            sel = claim.status.allocation.node_selector if claim.status.allocation else None
-            if sel is not None and not selector_matches(sel, node):
-                return unschedulable("resourceclaim not available on the node", resolvable=False)
+        if unavailable_on(node, dra.claims):
+            return unschedulable("resourceclaim not available on the node", resolvable=False)
         pending = self._to_allocate(dra, pod, node)
         if not pending:
             return SUCCESS

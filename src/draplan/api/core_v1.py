@@ -158,12 +158,29 @@ class PodCondition(KubeStruct, frozen=True):
     observed_generation: NonNegativeInt64 = 0
 
 
+class ContainerExtendedResourceRequest(KubeStruct, frozen=True):
+    """Which request of the extended-resource claim serves a container's resource."""
+
+    container_name: str
+    resource_name: str
+    request_name: str
+
+
+class PodExtendedResourceClaimStatus(KubeStruct, frozen=True):
+    """Pod status.extendedResourceClaimStatus (KEP-5004): the claim kube-scheduler made for the
+    pod's extended resources backed by DRA, and which request serves which container."""
+
+    request_mappings: tuple[ContainerExtendedResourceRequest, ...] = ()
+    resource_claim_name: str = ""
+
+
 class PodStatus(KubeStruct, frozen=True):
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
     start_time: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(KubeStruct, frozen=True):

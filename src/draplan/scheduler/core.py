@@ -24,6 +24,7 @@ from draplan.scheduler.framework import (
     Status,
     encode_shape,
 )
+from draplan.scheduler.extended import claim_status
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
@@ -252,7 +253,15 @@ class Scheduler:
             )
         dra = cycle.data.get(DYNAMIC_RESOURCES)
         claims = [state.claims[key_of(c)] for c in dra.claims] if isinstance(dra, DraState) else []
-        bound = state.bind_pod(_with_claim_statuses(info.pod, claims), node_name)
+        pod = _with_claim_statuses(info.pod, claims)
+        if isinstance(dra, DraState) and dra.extended is not None:
+            # The special claim of extended resources backed by DRA, named in the pod's status.
+            claims.append(dra.extended)
+            pod_status = msgspec.structs.replace(
+                pod.status, extended_resource_claim_status=claim_status(pod, dra.extended)
+            )
+            pod = msgspec.structs.replace(pod, status=pod_status)
+        bound = state.bind_pod(pod, node_name)
         return PodResult(info.key, bound, node_name, claims)
 
     # --- gangs ---------------------------------------------------------------------------

@@ -9,7 +9,12 @@ one claim per pod, with one request per container and resource, named as upstrea
 
 from __future__ import annotations
 
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.core_v1 import (
+    ContainerExtendedResourceRequest,
+    Node,
+    Pod,
+    PodExtendedResourceClaimStatus,
+)
 from draplan.api.meta import ObjectMeta, OwnerReference
 from draplan.api.resource_v1 import (
     DeviceClaim,
@@ -62,6 +67,34 @@ def needs_dra(node: Node, resource: str) -> bool:
     return node_allocatable(node).get(resource, 0) <= 0
 
 
+def _container_requests(pod: Pod) -> list[tuple[str, str, str, int]]:
+    """(container, resource, request name, whole count) of each container's requests, named
+    `container-<i>-request-<j>` as upstream names the special claim's requests."""
+    out = []
+    for i, container in enumerate((*pod.spec.init_containers, *pod.spec.containers)):
+        names = sorted(container.resources.requests)
+        for j, name in enumerate(names):
+            count = container.resources.requests[name].milli_value() // 1000
+            out.append((container.name, name, f"container-{i}-request-{j}", count))
+    return out
+
+
+def claim_status(pod: Pod, claim: ResourceClaim) -> PodExtendedResourceClaimStatus:
+    """The pod's status.extendedResourceClaimStatus for its special `claim`: which request
+    serves which container's resource."""
+    served = {r.name for r in claim.spec.devices.requests}
+    return PodExtendedResourceClaimStatus(
+        request_mappings=tuple(
+            ContainerExtendedResourceRequest(
+                container_name=container, resource_name=resource, request_name=request
+            )
+            for container, resource, request, _ in _container_requests(pod)
+            if request in served
+        ),
+        resource_claim_name=claim.metadata.name,
+    )
+
+
 def extended_claim(
     pod: Pod, node: Node, mapping: dict[str, str], served: set[str]
 ) -> ResourceClaim | None:
@@ -72,13 +105,10 @@ def extended_claim(
     if not wanted:
         return None
     requests = []
-    for i, container in enumerate((*pod.spec.init_containers, *pod.spec.containers)):
-        names = sorted(container.resources.requests)
-        for j, name in enumerate(names):
-            count = container.resources.requests[name].milli_value() // 1000
-            if name in wanted and count > 0:
-                exact = ExactDeviceRequest(device_class_name=mapping[name], count=count)
-                requests.append(DeviceRequest(name=f"container-{i}-request-{j}", exactly=exact))
+    for _, name, request, count in _container_requests(pod):
+        if name in wanted and count > 0:
+            exact = ExactDeviceRequest(device_class_name=mapping[name], count=count)
+            requests.append(DeviceRequest(name=request, exactly=exact))
     requests.sort(key=lambda r: r.name)
     owner = OwnerReference(
         api_version="v1", kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid, controller=True

@@ -48,6 +48,8 @@ class DraState:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     reserved: list[ResourceClaim | None] = field(default_factory=list)
     written: list[ResourceClaim] = field(default_factory=list)
+    extended: ResourceClaim | None = None
+    """The claim Reserve made for the pod's extended resources on its node (KEP-5004)."""
 
 
 def _missing_class(state: ClusterState, claim: ResourceClaim) -> str:
@@ -141,7 +143,8 @@ class DynamicResources:
                 return error("DynamicResources: no allocation for the chosen node")
             for mine, theirs in zip(pending, outcome.claims, strict=True):
                 allocated[key_of(mine)] = retarget(theirs, mine, node)
-        for claim in [*dra.claims, *pending[len(dra.pending) :]]:
+        extra = pending[len(dra.pending) :]  # the extended resources' claim, if any
+        for claim in [*dra.claims, *extra]:
             new = allocated.get(key_of(claim), claim)
             consumer = group_consumer(group) if group and key_of(claim) in shared else own
             if not any(
@@ -154,6 +157,8 @@ class DynamicResources:
             dra.reserved.append(state.claims.get(key_of(claim)))
             dra.written.append(new)
             state.put_claim(new)
+            if any(claim is e for e in extra):
+                dra.extended = new
         return SUCCESS
 
     def unreserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> None:
@@ -165,3 +170,4 @@ class DynamicResources:
                 state.put_claim(before)
         dra.reserved.clear()
         dra.written.clear()
+        dra.extended = None

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from draplan.api.core_v1 import NodeSpec, NodeStatus
+from draplan.api.core_v1 import NodeSpec, NodeStatus, Toleration
 from draplan.api.meta import Int32, Int64, KubeStruct, ObjectMeta
 from draplan.api.resource_v1 import ResourceSliceSpec
 
@@ -19,9 +19,12 @@ PRICE_LABEL = "draplan.io/price-per-hour"
 # far above any real cluster or scenario, low enough that a run always ends.
 MAX_JOBS = 100_000
 # The autoscaler policies a Scenario compares (draplan.sim.engine runs them). legacy:
-# draplan's planner on the device-plugin count view; dra: draplan's planner; +gang-atomic:
-# gangs placed whole; ca+…: Cluster Autoscaler's loop (its options, pod by pod on the count
-# view) choosing by its least-waste or by draplan as its gRPC expander.
+# draplan's planner on the device-plugin count view; dra: draplan's planner; both place pods
+# one by one (kube-scheduler without gang scheduling), so a gang can run in part and its
+# devices count as partial-gang GPU-hours; +gang-atomic: gangs placed and scaled whole (the
+# 1.37 scheduler's Workload / PodGroup gangs); ca+…: Cluster Autoscaler's loop (its options,
+# pod by pod on the count view) choosing by its least-waste or by draplan as its gRPC expander.
+DEFAULT_POLICIES = ("legacy", "dra", "dra+gang-atomic")
 SCENARIO_POLICIES = (
     "legacy",
     "dra",
@@ -135,6 +138,7 @@ class SyntheticWorkload(KubeStruct, frozen=True):
     mig_profile: str = "1g.10gb"  # the slices' `profile` attribute; "": any slice
     nic_class: str = "rdma.dra.net"  # DeviceClass of fine-tuning's NIC; "": no NIC
     topology_key: str = "nvidia.com/gpu.clique"  # node label of a gang's domain; "": none
+    tolerations: tuple[Toleration, ...] = ()  # on every pod: the taints of nodes it may use
 
 
 class ScenarioJob(KubeStruct, frozen=True):
@@ -181,7 +185,7 @@ class ScenarioSpec(KubeStruct, frozen=True):
     """The workload and how the runs go."""
 
     seed: Int64 = 42  # the synthetic mix's random seed (`--seed` overrides)
-    policies: tuple[str, ...] = ("legacy", "dra", "dra+gang-atomic")  # autoscaler policies
+    policies: tuple[str, ...] = DEFAULT_POLICIES  # autoscaler policies (legacy, dra: pod by pod)
     autoscaler_interval_seconds: LoopSeconds = 10.0  # the autoscaler loop's period
     scale_down_unneeded_seconds: Seconds = 600.0  # an empty node goes after this long
     horizon_seconds: PositiveSeconds | None = None  # stop here; unset: when the work is done

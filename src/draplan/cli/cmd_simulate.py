@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import msgspec
 
 from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
-from draplan.cli.common import filename_option, input_settings, output_option
+from draplan.cli.common import filename_option, input_settings, output_option, prices_option
 from draplan.cli.common import load_input as load_cluster_input
 from draplan.cli.outfile import check_target, write_file
 from draplan.cli.output import emit_document, emit_table
@@ -24,6 +25,7 @@ from draplan.report.table import headers, pending_rows, rows
 from draplan.sim import POLICIES, SimResult
 from draplan.sim.compare import check_started, compare, from_dict, horizon_of, to_dict
 from draplan.sim.scenario import SimInput, build_input
+from draplan.sources.prices import load_prices
 
 
 def parse_policies(text: str | None) -> list[str] | None:
@@ -106,7 +108,9 @@ def emit_results(name: str, results: list[SimResult], output: str) -> None:
         )
 
 
-def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
+def load_input(
+    filenames: tuple[str, ...], seed: int | None, prices_path: str | None = None
+) -> SimInput:
     """The scenario and its cluster, read as every command reads its input (files, a live
     cluster when asked, `-l`), simulated under the release and gates of the command line."""
     features = input_settings().features()
@@ -115,7 +119,8 @@ def load_input(filenames: tuple[str, ...], seed: int | None) -> SimInput:
         objects = [
             (_with_seed(o, seed) if isinstance(o, Scenario) else o, source) for o, source in objects
         ]
-    return build_input(objects, features)
+    sim = build_input(objects, features)
+    return replace(sim, prices=load_prices(prices_path)) if prices_path else sim
 
 
 def _with_seed(scenario: Scenario, seed: int) -> Scenario:
@@ -130,6 +135,7 @@ def _with_seed(scenario: Scenario, seed: int) -> Scenario:
 @click.option("--report", "html", help="Also write the HTML report to this file.")
 @click.option("--markdown", help="Also write a Markdown summary to this file.")
 @date_option
+@prices_option
 @output_option
 def simulate_cmd(
     filenames: tuple[str, ...],
@@ -138,13 +144,14 @@ def simulate_cmd(
     html: str | None,
     markdown: str | None,
     date: str | None,
+    prices_path: str | None,
     output: str,
 ) -> None:
     """Replay a workload on a cluster under autoscaler policies; compare them."""
     info = ReportInfo.make(filenames, date)  # a bad date is reported before the runs
     check_target(html, "--report")
     check_target(markdown, "--markdown")
-    sim = load_input(filenames, seed)
+    sim = load_input(filenames, seed, prices_path)
     horizon = horizon_of(sim)
     if horizon is None:  # the runs end when the work is done: a guess for the bar
         horizon = max((j.arrival for j in sim.jobs), default=0.0) * 2

@@ -24,8 +24,19 @@ from draplan.cluster.state import ClusterState
 ACCELERATOR_PREFIXES = ("gpu.", "tpu.", "neuron.", "gaudi.")
 
 
+# The device plugins' resource names for the same devices: nvidia.com/gpu, amd.com/gpu,
+# nvidia.com/mig-1g.10gb, google.com/tpu, habana.ai/gaudi, aws.amazon.com/neuron, ...
+RESOURCE_PREFIXES = ("gpu", "tpu", "neuron", "gaudi", "mig-")
+
+
 def is_accelerator(driver: str) -> bool:
     return driver.startswith(ACCELERATOR_PREFIXES)
+
+
+def is_accelerator_resource(name: str) -> bool:
+    """An extended resource name a device plugin serves accelerators under."""
+    domain, slash, resource = name.partition("/")
+    return bool(slash) and "kubernetes.io" not in domain and resource.startswith(RESOURCE_PREFIXES)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,6 +26,7 @@ def config_of(sim: SimInput, policy: str) -> SimConfig:
         scale_down_unneeded=spec.scale_down_unneeded_seconds,
         horizon=horizon_of(sim),
         features=sim.features,
+        prices=sim.prices,
     )
 
 
@@ -44,15 +45,31 @@ def compare(
 
 def check_started(sim: SimInput, results: list[SimResult]) -> None:
     """A scenario none of whose jobs started under any policy is bad input: its workload asks
-    for what its cluster can never give, and a comparison of "0 jobs started" says nothing."""
+    for what its cluster can never give, and a comparison of "0 jobs started" says nothing.
+    The error names the scheduler's reason for the first job's pending pod, and the field
+    that can fix it."""
     if not results or not sim.jobs or any(r.totals.get("jobsStarted", 0) for r in results):
         return
     classes = ", ".join(sorted({j.kind for j in sim.jobs}))
     policies = ", ".join(r.policy for r in results)
+    why = next((j for j in results[0].jobs if j.get("pendingReason")), None)
+    cause = f"; {why['job']} pends: {why['pendingReason'].rstrip('.')}" if why else ""
+    synthetic = sim.scenario.spec.workload.synthetic is not None
+    if why and "untolerated taint" in why["pendingReason"] and synthetic:
+        advice = (
+            "give the synthetic workload the tolerations it needs "
+            "(spec.workload.synthetic.tolerations)"
+        )
+    elif synthetic:
+        advice = (
+            "check the workload's device classes, GPU model, MIG profile, NIC class, topology "
+            "key and tolerations against the cluster (docs/reference.md)"
+        )
+    else:
+        advice = "check the jobs' pods against the cluster's nodes and NodePools"
     raise BadInput(
-        f"none of the {len(sim.jobs)} jobs ({classes}) started under {policies}: no node or "
-        "NodePool of the cluster can run them; check the workload's device classes, GPU model, "
-        "MIG profile, NIC class and topology key against the cluster (docs/reference.md)",
+        f"none of the {len(sim.jobs)} jobs ({classes}) started under {policies}{cause}; "
+        f"no node or NodePool of the cluster can run them: {advice}",
         source=sim.source,
         kind="Scenario",
         name=sim.scenario.metadata.name,

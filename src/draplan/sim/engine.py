@@ -9,7 +9,7 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from draplan.api.meta import KubeStruct
 from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.ca import least_waste
+from draplan.autoscaler.derived import derive_pools
 from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.templates import NewNode, add_new_node
 from draplan.cluster.nodepools import POOL_LABEL
@@ -45,6 +46,7 @@ class SimConfig:
     horizon: float | None = None  # run until then; default: until all work is done
     sample_every: float = 60.0
     features: FeatureGates = DEFAULT_FEATURES  # the simulated cluster's release and gates
+    prices: Mapping[str, str] | None = None  # `--prices`, for pools derived from node groups
 
 
 @dataclass
@@ -76,6 +78,10 @@ class Simulation:
             raise ValueError(f"unknown policy {config.policy!r}")
         self.config = config
         self.state = ClusterState.from_objects(objects, config.features)
+        if not self.state.node_pools:
+            # The pools `scale` derives from the cluster's own node groups (Cluster API groups,
+            # Karpenter NodePools, node-group labels): every policy grows the same ones.
+            self.state.node_pools.update(derive_pools(self.state, config.prices).pools)
         gang_atomic = config.policy == "dra+gang-atomic"
         profile = build_profile()
         self.scheduler = Scheduler(profile, gangs=gang_atomic)
@@ -98,6 +104,8 @@ class Simulation:
         self.unscheduled = False  # changed since the scheduler last ran
         self.started: set[str] = set()
         self.finished: set[str] = set()
+        # For jobs not started: a pod of theirs the scheduler left pending, and its reason.
+        self.pending_reason: dict[str, str] = {}
         # At most ~1000 samples per series over a given horizon, however long.
         sample_every = max(config.sample_every, (config.horizon or 0.0) / 1000)
         self.rec = Recorder(self.state, StrandedMeter(self.state, jobs), sample_every)
@@ -154,7 +162,9 @@ class Simulation:
                 break
         end = min(horizon, self.now) if self._done() and self.config.horizon is None else horizon
         self.rec.advance(end)
-        return self.rec.result(self.config.policy, end, self.jobs, self.started)
+        return self.rec.result(
+            self.config.policy, end, self.jobs, self.started, self.pending_reason
+        )
 
     def _done(self) -> bool:
         return len(self.finished) == len(self.jobs)
@@ -203,6 +213,9 @@ class Simulation:
         self.unscheduled = False
         for r in self.scheduler.run(self.state):
             if not r.node:
+                job_name = self.job_of.get(r.key)
+                if job_name is not None and r.reason is not None:
+                    self.pending_reason[job_name] = f"{r.key[0]}/{r.key[1]}: {r.reason.message}"
                 continue
             self.rec.pod_bound(r.key, r.node, self.now)
             name = self.job_of.get(r.key)

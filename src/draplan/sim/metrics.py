@@ -8,9 +8,10 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from draplan.api.core_v1 import Node
-from draplan.cluster.accelerators import is_accelerator
+from draplan.api.core_v1 import Node, Pod
+from draplan.cluster.accelerators import is_accelerator, is_accelerator_resource
 from draplan.cluster.nodepools import pool_name, price_per_hour
+from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState
 from draplan.sim.stranded import StrandedMeter
 
@@ -198,7 +199,15 @@ class Recorder:
                 frac = sample.used / sample.gpus if sample.gpus else 0.0
                 self.occupancy.setdefault(name, []).append((t, frac))
 
-    def result(self, policy: str, end: float, jobs: dict[str, Job], started: set[str]) -> SimResult:
+    def result(
+        self,
+        policy: str,
+        end: float,
+        jobs: dict[str, Job],
+        started: set[str],
+        reasons: dict[str, str] | None = None,
+    ) -> SimResult:
+        """The totals, series and rows; `reasons`: why each job not started still pends."""
         from draplan.sim.engine import SimResult
 
         waits: dict[str, list[float]] = {}
@@ -212,15 +221,16 @@ class Recorder:
             stop = began if began is not None else self.ended.get(name, end)
             wait = stop - arrived
             waits.setdefault(job.kind, []).append(wait)
-            job_rows.append(
-                {
-                    "job": name,
-                    "class": job.kind,
-                    "arrival": arrived,
-                    "start": began,
-                    "devices": job.devices,
-                }
-            )
+            row: dict[str, Any] = {
+                "job": name,
+                "class": job.kind,
+                "arrival": arrived,
+                "start": began,
+                "devices": job.devices,
+            }
+            if began is None and reasons and name in reasons:
+                row["pendingReason"] = reasons[name]
+            job_rows.append(row)
         wasted = [
             n
             for n in self.lives
@@ -269,10 +279,22 @@ class Recorder:
         return SimResult(policy, totals, self.series, job_rows, nodes, self.occupancy)
 
 
-def _pod_devices(state: ClusterState, pod: Any) -> float:
+def _pod_devices(state: ClusterState, pod: Pod) -> float:
+    """The accelerators a bound pod holds, of every kind: DRA devices of its claims (the claim
+    kube-scheduler made for its extended resources too) and device-plugin devices it asks for
+    on a node whose allocatable has them."""
+    names = [s.resource_claim_name or "" for s in pod.status.resource_claim_statuses]
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None:
+        names.append(extended.resource_claim_name)
     n = 0.0
-    for status in pod.status.resource_claim_statuses:
-        claim = state.claims.get((pod.metadata.namespace, status.resource_claim_name or ""))
+    for name in names:
+        claim = state.claims.get((pod.metadata.namespace, name))
         if claim is not None and claim.status.allocation is not None:
             n += sum(1 for r in claim.status.allocation.devices.results if is_accelerator(r.driver))
+    node = state.nodes.get(pod.spec.node_name)
+    allocatable = node_allocatable(node) if node is not None else {}
+    for resource, milli in pod_requests(pod).items():
+        if is_accelerator_resource(resource) and allocatable.get(resource, 0) > 0:
+            n += milli / 1000
     return n

@@ -3,9 +3,10 @@ mix, jobs as YAML, an openb trace replay), and the jobs it stands for."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from draplan.api.codec import decode
+from draplan.api.codec import decode, to_builtins
 from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import Scenario, ScenarioJob, SyntheticWorkload
 from draplan.api.errors import BadInput
@@ -26,6 +27,7 @@ class SimInput:
     horizon: float | None = None  # the workload's own end (a replayed window), if it has one
     source: str = ""  # the Scenario's file
     features: FeatureGates = DEFAULT_FEATURES  # the simulated cluster's release and gates
+    prices: Mapping[str, str] | None = None  # `--prices`, for pools derived from node groups
 
 
 def _mix(w: SyntheticWorkload) -> Mix:
@@ -44,6 +46,7 @@ def _mix(w: SyntheticWorkload) -> Mix:
         mig_profile=w.mig_profile,
         nic_class=w.nic_class,
         topology_key=w.topology_key,
+        tolerations=tuple(to_builtins(t) for t in w.tolerations),
     )
 
 

@@ -53,6 +53,7 @@ class Mix:
     mig_profile: str = "1g.10gb"
     nic_class: str = "rdma.dra.net"
     topology_key: str = TOPOLOGY_KEY
+    tolerations: tuple[dict[str, Any], ...] = ()  # on every pod, in their JSON form
 
 
 def _template(
@@ -73,8 +74,15 @@ def _template(
 
 
 def _pod(
-    ns: str, name: str, template: str, cpu: str, created: float, extra: dict[str, Any] | None = None
+    mix: Mix,
+    name: str,
+    template: str,
+    cpu: str,
+    created: float,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    ns = mix.namespace
+    tolerations = {"tolerations": list(mix.tolerations)} if mix.tolerations else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -95,6 +103,7 @@ def _pod(
                 }
             ],
             "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
+            **tolerations,
             **(extra or {}),
         },
     }
@@ -124,7 +133,7 @@ def _training(
     ]
     docs += [
         _pod(
-            ns, f"{name}-{i}", f"{name}-8gpu", "16", t, {"schedulingGroup": {"podGroupName": name}}
+            mix, f"{name}-{i}", f"{name}-8gpu", "16", t, {"schedulingGroup": {"podGroupName": name}}
         )
         for i in range(size)
     ]
@@ -141,7 +150,7 @@ def _finetune(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]
     tmpl = _template(
         ns, f"{name}-gpus-nic", requests, [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}]
     )
-    return [tmpl, _pod(ns, name, f"{name}-gpus-nic", "8", t)], 4
+    return [tmpl, _pod(mix, name, f"{name}-gpus-nic", "8", t)], 4
 
 
 def _inference(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int]:
@@ -152,7 +161,7 @@ def _inference(mix: Mix, name: str, t: float) -> tuple[list[dict[str, Any]], int
         sel = f"{attribute} == {json.dumps(mix.mig_profile)}"
         request["selectors"] = [{"cel": {"expression": sel}}]
     tmpl = _template(ns, f"{name}-mig", [{"name": "mig", "exactly": request}])
-    return [tmpl, _pod(ns, name, f"{name}-mig", "2", t)], 1
+    return [tmpl, _pod(mix, name, f"{name}-mig", "2", t)], 1
 
 
 def synthetic(mix: Mix, seed: int) -> list[Job]:

@@ -61,21 +61,25 @@ def _check_ca(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_ca_requests_for_the_plan_pass_the_crd_schema(run_cli: Any) -> None:
-    docs = _docs(run_cli, "-f", str(DUMP / "cluster.yaml"), "--prices", PRICES)
-    [pr] = _check_ca(docs)
+    # The EKS dump's groups are Cluster API MachinePools: Cluster Autoscaler grows them.
+    docs = _docs(run_cli, "-f", str(GROUPS / "eks-cluster.yaml"), "--prices", PRICES)
+    requests = {pr["metadata"]["name"]: pr for pr in _check_ca(docs)}
+    pr = requests["draplan-gpu-h100"]
     assert pr["spec"]["provisioningClassName"] == BEST_EFFORT_ATOMIC
     assert pr["metadata"]["annotations"]["draplan.io/pods"] == ",".join(PLANNED)
     assert sum(s["count"] for s in pr["spec"]["podSets"]) == len(PLANNED)
     # Pinned to the pool the plan chose, so CA's expander cannot pick another group.
+    names = {s["podTemplateRef"]["name"] for s in pr["spec"]["podSets"]}
     for doc in docs:
-        if doc["kind"] == "PodTemplate":
-            assert doc["template"]["spec"]["nodeSelector"] == {"karpenter.sh/nodepool": "h100"}
+        if doc["kind"] == "PodTemplate" and doc["metadata"]["name"] in names:
+            selector = doc["template"]["spec"]["nodeSelector"]
+            assert selector == {"eks.amazonaws.com/nodegroup": "gpu-h100"}
             assert "nodeName" not in doc["template"]["spec"]
 
 
 def test_check_capacity_asks_first(run_cli: Any) -> None:
-    docs = _docs(run_cli, "-f", str(DUMP / "cluster.yaml"), "--check-capacity")
-    assert [p["spec"]["provisioningClassName"] for p in _check_ca(docs)] == [CHECK_CAPACITY]
+    docs = _docs(run_cli, "-f", str(GROUPS / "eks-cluster.yaml"), "--check-capacity")
+    assert {p["spec"]["provisioningClassName"] for p in _check_ca(docs)} == {CHECK_CAPACITY}
 
 
 def test_a_gang_is_one_atomic_request(run_cli: Any, tmp_path: Path) -> None:
@@ -189,11 +193,19 @@ def test_karpenter_target_writes_a_node_claim_per_new_node(run_cli: Any) -> None
     assert str(claim.spec.resources.requests["pods"]) == "1"
 
 
-def test_karpenter_target_needs_karpenter_node_pools(run_cli: Any) -> None:
-    out = run_cli("scale", "-f", str(DUMP / "cluster.yaml"), "--target", "karpenter", "-o", "yaml")
-    assert out.code == 2
-    [line] = out.err.strip().splitlines()
-    assert 'NodePool "h100"' in line and "--target karpenter needs" in line
+@pytest.mark.parametrize("target", ["auto", "karpenter", "ca"])
+def test_a_karpenter_pool_without_its_node_pool_is_refused_alone(run_cli: Any, target: str) -> None:
+    # The realistic dump's nodes are Karpenter's (karpenter.sh/nodepool): no ProvisioningRequest
+    # can grow them, and a NodeClaim needs their NodePool's nodeClassRef.
+    out = run_cli("scale", "-f", str(DUMP / "cluster.yaml"), "--target", target, "-o", "yaml")
+    assert out.code == 0, out.err
+    [line] = [x for x in out.err.splitlines() if x.startswith("warning:")]
+    assert line.startswith("warning: pool h100 (label karpenter.sh/nodepool)")
+    if target == "ca":
+        assert "grown by Karpenter, not Cluster Autoscaler" in line
+    else:
+        assert "the karpenter.sh/v1 NodePool h100" in line and "not in the input" in line
+    assert not [d for d in yaml.safe_load_all(out.out) if d]
 
 
 # --- NotTriggerScaleUp --------------------------------------------------------------------------
@@ -222,3 +234,83 @@ def test_wide_output_gives_each_groups_reason_as_ca_does(run_cli: Any) -> None:
         "pod didn't trigger scale-up: 1 cannot allocate all claims, "
         "2 node(s) had untolerated taint {nvidia.com/gpu: present}"
     )
+
+
+# --- Mixed autoscalers (issue 26) ----------------------------------------------------------------
+
+MIXED = HERE / "multivendor"
+
+
+def _mixed(run_cli: Any, target: str) -> tuple[list[dict[str, Any]], list[str]]:
+    out = run_cli(
+        "scale",
+        "-f",
+        str(MIXED / "cluster.yaml"),
+        "--prices",
+        str(MIXED / "prices.yaml"),
+        "--target",
+        target,
+        "-o",
+        "yaml",
+    )
+    assert out.code == 0, out.err
+    warnings = [line for line in out.err.splitlines() if line.startswith("warning:")]
+    return [d for d in yaml.safe_load_all(out.out) if d], warnings
+
+
+def _selectors(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    """Each request's pool (from its name) and its templates' node selectors."""
+    templates = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PodTemplate"}
+    return {
+        pr["metadata"]["name"].removeprefix("draplan-"): [
+            templates[s["podTemplateRef"]["name"]]["template"]["spec"]["nodeSelector"]
+            for s in pr["spec"]["podSets"]
+        ]
+        for pr in docs
+        if pr["kind"] == "ProvisioningRequest"
+    }
+
+
+def test_mixed_autoscalers_get_each_pool_in_its_own_form(run_cli: Any) -> None:
+    """Cluster API groups, GKE node pools and a Karpenter NodePool in one cluster: auto writes
+    ProvisioningRequests for the first two, each template pinned by a label that selects
+    its own pool's nodes alone, and NodeClaims for the third."""
+    docs, warnings = _mixed(run_cli, "auto")
+    assert warnings == []
+    _check_ca([d for d in docs if d["kind"] != "NodeClaim"])
+    pins = _selectors(docs)
+    own = {
+        # The labels Cluster API propagates from each MachineDeployment's template.
+        "atlas-cpu": {"node.cluster.x-k8s.io/pool": "cpu"},
+        "atlas-gaudi3": {"node.cluster.x-k8s.io/pool": "gaudi3"},
+        "atlas-gaudi3-burst": {"node.cluster.x-k8s.io/pool": "gaudi3-burst"},
+        "tpu-v5e-dra": {"cloud.google.com/gke-nodepool": "tpu-v5e-dra"},
+    }
+    assert set(pins) == set(own)
+    for pool, selectors in pins.items():
+        # The pod's own selector stays; the pool's label is added to it.
+        assert all(sel.items() >= own[pool].items() for sel in selectors), pool
+    claims = [decode(d) for d in docs if d["kind"] == "NodeClaim"]
+    assert claims and all(isinstance(c, NodeClaim) for c in claims)
+    assert {c.metadata.labels["karpenter.sh/nodepool"] for c in claims} == {"gb200"}
+    assert {c.spec.node_class_ref.name for c in claims} == {"gb200"}
+
+
+def test_a_pool_of_another_autoscaler_is_one_line_not_a_failed_plan(run_cli: Any) -> None:
+    docs, warnings = _mixed(run_cli, "karpenter")
+    assert {d["kind"] for d in docs} == {"NodeClaim"}
+    assert len(warnings) == 4
+    assert any(
+        "pool atlas-gaudi3-burst (MachineDeployment atlas-capi/atlas-gaudi3-burst)" in w
+        for w in warnings
+    )
+    assert all("grown by Cluster Autoscaler, not Karpenter" in w for w in warnings)
+    docs, warnings = _mixed(run_cli, "ca")
+    assert "NodeClaim" not in {d["kind"] for d in docs} and set(_selectors(docs)) == {
+        "atlas-cpu",
+        "atlas-gaudi3",
+        "atlas-gaudi3-burst",
+        "tpu-v5e-dra",
+    }
+    [line] = warnings
+    assert line.startswith("warning: pool gb200 (Karpenter NodePool gb200) is grown by Karpenter")

@@ -1,15 +1,23 @@
 """A plan written as what the autoscaler that carries it out consumes (`scale -o yaml`).
 
+- `auto` (the default): each pool in the form of the autoscaler that grows it
+  (`autoscaler.owners`): Cluster Autoscaler's as `ca`, Karpenter's as `karpenter`.
 - `ca`: per new node set a ProvisioningRequest (`autoscaling.x-k8s.io/v1`) with its
   PodTemplates, as Cluster Autoscaler's ProvisioningRequest controller reads them: class
   `best-effort-atomic-scale-up.autoscaling.x-k8s.io` (the nodes all or none; one request per
   gang, one for the other pods of each pool), or `check-capacity.autoscaling.x-k8s.io` to ask
   first whether the cluster has room; podSets of at most 32 distinct templates, each with its
-  count; templates pinned to the pool by its node-group label, so CA's choice is the plan's.
+  count; templates pinned to the pool by the label that selects its nodes alone, so CA's
+  choice is the plan's.
 - `karpenter`: one `karpenter.sh/v1` NodeClaim per new node: the pool's NodeClass, the
   copied node's instance and capacity type as requirements, the pods' requests.
 - `draplan`: the NodePools with `draplan.io/target-size-increase` (and ProvisioningRequests
   from the input with their new status).
+
+A pool that cannot be written for the target (a Karpenter pool asked of Cluster Autoscaler,
+which reads no ProvisioningRequest for it; a Cluster API group asked of Karpenter; a Karpenter
+pool whose NodePool is not in the input; a pool no label selects alone) is refused with one
+line, and the others are still written.
 """
 
 from __future__ import annotations
@@ -30,7 +38,6 @@ from draplan.api.autoscaling import (
 from draplan.api.codec import encode
 from draplan.api.core_v1 import Pod, PodSpec, PodTemplate, PodTemplateSpec
 from draplan.api.draplan_v1alpha1 import NodePool
-from draplan.api.errors import BadInput
 from draplan.api.karpenter import (
     CAPACITY_TYPE_LABEL,
     NODEPOOL_LABEL,
@@ -44,14 +51,16 @@ from draplan.api.meta import ObjectMeta
 from draplan.api.quantity import Quantity
 from draplan.autoscaler.derived import INSTANCE_TYPE
 from draplan.autoscaler.options import Option
+from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, KARPENTER, owner, selector, source
 from draplan.autoscaler.plan import Plan
 from draplan.autoscaler.provreq import CONSUME_ANNOTATION, with_status
-from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler.gangs import find_gangs
 
-TARGETS = ("ca", "karpenter", "draplan")
+TARGETS = ("auto", "ca", "karpenter", "draplan")
+_FORM = {CLUSTER_AUTOSCALER: "ca", KARPENTER: "karpenter"}
+_NAMES = {CLUSTER_AUTOSCALER: "Cluster Autoscaler", KARPENTER: "Karpenter"}
 TARGET_SIZE = "draplan.io/target-size-increase"
 # Moves that would spare some of the pool's new nodes: the user's other choice.
 MOVES_INSTEAD = "draplan.io/moves-instead"
@@ -72,18 +81,6 @@ def _planned(plan: Plan, state: ClusterState) -> Iterable[tuple[Option, list[Obj
         ]
         if keys:
             yield option, keys
-
-
-def pool_pin(state: ClusterState, pool: NodePool) -> dict[str, str]:
-    """The node-group label new nodes of `pool` carry, as a node selector; {} if none."""
-    if pool.spec.from_node and pool.spec.from_node in state.nodes:
-        labels = state.nodes[pool.spec.from_node].metadata.labels
-    elif pool.spec.template is not None:
-        labels = pool.spec.template.metadata.labels
-    else:
-        return {}
-    key = next((k for k in NODE_GROUP_LABELS if labels.get(k)), None)
-    return {key: labels[key]} if key else {}
 
 
 def _template_spec(pod: Pod, pin: dict[str, str]) -> PodSpec:
@@ -142,10 +139,14 @@ def _dns_name(*parts: str) -> str:
     return cleaned[:253] or "draplan"
 
 
+Planned = list[tuple[Option, list[ObjectKey]]]
+
+
 def ca_manifests(
-    plan: Plan, state: ClusterState, check_first: bool = False
+    plan: Plan, state: ClusterState, check_first: bool = False, planned: Planned | None = None
 ) -> list[dict[str, Any]]:
-    """ProvisioningRequests and PodTemplates for every node set the plan adds."""
+    """ProvisioningRequests and PodTemplates for every node set the plan adds (or those of
+    `planned`), each template pinned to its pool by `owners.selector`."""
     cls = CHECK_CAPACITY if check_first else BEST_EFFORT_ATOMIC
     gangs = find_gangs(state)
     out: list[dict[str, Any]] = []
@@ -158,8 +159,8 @@ def ca_manifests(
         taken.add((ns, candidate))
         return candidate
 
-    for option, keys in _planned(plan, state):
-        pin = pool_pin(state, option.pool)
+    for option, keys in _planned(plan, state) if planned is None else planned:
+        pin = selector(state, option.pool)
         groups: dict[tuple[str, ...], list[ObjectKey]] = {}
         for key in keys:
             gang = gangs.get(key)
@@ -176,24 +177,27 @@ def ca_manifests(
     return out
 
 
-def _karpenter_pool(state: ClusterState, pool: NodePool) -> KarpenterNodePool:
-    for obj in state.others:
-        if isinstance(obj, KarpenterNodePool) and obj.metadata.name == pool.metadata.name:
-            return obj
-    raise BadInput(
-        "--target karpenter needs the karpenter.sh/v1 NodePool of every pool the plan grows "
-        "(its nodeClassRef); none is in the input",
-        kind="NodePool",
-        name=pool.metadata.name,
+def _karpenter_pool(state: ClusterState, pool: NodePool) -> KarpenterNodePool | None:
+    return next(
+        (
+            obj
+            for obj in state.others
+            if isinstance(obj, KarpenterNodePool) and obj.metadata.name == pool.metadata.name
+        ),
+        None,
     )
 
 
-def karpenter_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
-    """One NodeClaim per new node, owned by the pool's Karpenter NodePool."""
+def karpenter_manifests(plan: Plan, state: ClusterState, planned: Planned) -> list[dict[str, Any]]:
+    """One NodeClaim per new node of `planned`, owned by the pool's Karpenter NodePool (which
+    `refusal` made sure is in the input, with a nodeClassRef)."""
     out: list[dict[str, Any]] = []
-    for option, _ in _planned(plan, state):
+    for option, _ in planned:
         kp = _karpenter_pool(state, option.pool)
+        assert kp is not None
         template = kp.spec.template
+        node_class = template.spec.node_class_ref
+        assert node_class is not None
         for new in option.nodes:
             name = new.node.metadata.name
             labels = new.node.metadata.labels
@@ -223,22 +227,13 @@ def karpenter_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]
                     ),
                     taints=template.spec.taints,
                     startup_taints=template.spec.startup_taints,
-                    node_class_ref=template.spec.node_class_ref or _no_class(kp),
+                    node_class_ref=node_class,
                     expire_after=template.spec.expire_after,
                     termination_grace_period=template.spec.termination_grace_period,
                 ),
             )
             out.append(encode(claim))
     return out
-
-
-def _no_class(kp: KarpenterNodePool) -> Any:
-    raise BadInput(
-        "has no spec.template.spec.nodeClassRef for its NodeClaims",
-        kind="NodePool",
-        name=kp.metadata.name,
-        path="spec.template.spec.nodeClassRef",
-    )
 
 
 def draplan_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
@@ -271,11 +266,51 @@ def draplan_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
     return out
 
 
+def refusal(state: ClusterState, pool: NodePool, form: str) -> str:
+    """Why `pool` cannot be written as `form` ("ca" or "karpenter"); "" if it can."""
+    name, where, grower = pool.metadata.name, source(pool), owner(state, pool)
+    if _FORM[grower] != form:
+        other = CLUSTER_AUTOSCALER if form == "ca" else KARPENTER
+        return (
+            f"pool {name} ({where}) is grown by {_NAMES[grower]}, not {_NAMES[other]}: "
+            f"not written (--target auto or {_FORM[grower]} writes it)"
+        )
+    if form == "karpenter":
+        kp = _karpenter_pool(state, pool)
+        if kp is None:
+            return (
+                f"pool {name} ({where}): its NodeClaims need the karpenter.sh/v1 NodePool "
+                f"{name} (its nodeClassRef), which is not in the input: not written"
+            )
+        if kp.spec.template.spec.node_class_ref is None:
+            return (
+                f"pool {name} ({where}): Karpenter NodePool {name} has no "
+                "spec.template.spec.nodeClassRef for its NodeClaims: not written"
+            )
+    elif not selector(state, pool):
+        return (
+            f"pool {name} ({where}): no label selects its nodes alone, so a ProvisioningRequest "
+            "could be served by another node group: not written"
+        )
+    return ""
+
+
 def manifests(
-    plan: Plan, state: ClusterState, target: str = "ca", check_first: bool = False
-) -> list[dict[str, Any]]:
-    if target == "karpenter":
-        return karpenter_manifests(plan, state)
+    plan: Plan, state: ClusterState, target: str = "auto", check_first: bool = False
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The plan as `target` reads it, and one line per pool refused (see the module)."""
     if target == "draplan":
-        return draplan_manifests(plan, state)
-    return ca_manifests(plan, state, check_first)
+        return draplan_manifests(plan, state), []
+    forms: dict[str, Planned] = {"ca": [], "karpenter": []}
+    refused: list[str] = []
+    for option, keys in _planned(plan, state):
+        pool = option.pool
+        form = _FORM[owner(state, pool)] if target == "auto" else target
+        why = refusal(state, pool, form)
+        if why:
+            if why not in refused:
+                refused.append(why)
+            continue
+        forms[form].append((option, keys))
+    out = ca_manifests(plan, state, check_first, forms["ca"]) if forms["ca"] else []
+    return [*out, *karpenter_manifests(plan, state, forms["karpenter"])], refused

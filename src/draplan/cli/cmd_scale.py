@@ -58,10 +58,12 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
 @click.option(
     "--target",
     type=click.Choice(TARGETS),
-    default="ca",
+    default="auto",
     show_default=True,
-    help="What -o yaml writes: ca (ProvisioningRequests and PodTemplates for Cluster "
-    "Autoscaler), karpenter (NodeClaims), draplan (NodePools with their target size).",
+    help="What -o yaml writes: auto (each pool as the autoscaler that grows it reads it), ca "
+    "(ProvisioningRequests and PodTemplates for Cluster Autoscaler), karpenter (NodeClaims), "
+    "draplan (NodePools with their target size). A pool that cannot be written so is one "
+    "warning line; the others are written.",
 )
 @click.option(
     "--check-capacity",
@@ -105,7 +107,10 @@ def scale(
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
-        emit_yaml(manifests(plan, state, target, check_capacity))
+        docs, refused = manifests(plan, state, target, check_capacity)
+        for line in refused:
+            click.echo(f"warning: {line}", err=True)
+        emit_yaml(docs)
     else:
         s = doc["summary"]
         wide = output == "wide"  # node names only in wide: a big plan adds hundreds

@@ -256,7 +256,12 @@ for i, name in enumerate(SYSTEM):
         f"10.20.1.{21 + i}",
         "MachineSet",
         SYSTEM_MS,
-        labels={"node-role.kubernetes.io/infra": "", "node.atlas.io/pool": "system"},
+        labels={
+            "node-role.kubernetes.io/infra": "",
+            "node.atlas.io/pool": "system",
+            # Cluster API propagates a MachineDeployment's node.cluster.x-k8s.io labels.
+            "node.cluster.x-k8s.io/pool": "system",
+        },
         capacity={
             "cpu": "32",
             "ephemeral-storage": "959218776Ki",
@@ -279,7 +284,7 @@ metal3_node(
     "10.20.2.31",
     "MachineSet",
     CPU_MS,
-    labels={"node.atlas.io/pool": "cpu"},
+    labels={"node.atlas.io/pool": "cpu", "node.cluster.x-k8s.io/pool": "cpu"},
     capacity={
         "cpu": "64",
         "ephemeral-storage": "1918437552Ki",
@@ -299,6 +304,7 @@ GAUDI = [f"{GAUDI_MS}-h2xnv", f"{GAUDI_MS}-q8mzc"]
 GAUDI_TAINT = {"effect": "NoSchedule", "key": "habana.ai/gaudi", "value": "present"}
 GAUDI_LABELS = {
     "node.atlas.io/pool": "gaudi3",
+    "node.cluster.x-k8s.io/pool": "gaudi3",
     "intel.feature.node.kubernetes.io/gaudi": "true",
     "feature.node.kubernetes.io/cpu-model.vendor_id": "Intel",
 }

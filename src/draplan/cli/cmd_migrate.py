@@ -2,32 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from draplan.api.errors import BadInput
 from draplan.cli.common import filename_option, input_settings, load_input
 from draplan.cli.interrupts import write_whole
+from draplan.cli.output import emit_table, remember_format
 from draplan.migrate import TOPOLOGY_MODES, Migration
 from draplan.migrate import migrate as run_migration
 from draplan.migrate.report import (
     CHECK_HEADERS,
+    RECREATE_HEADERS,
     SITE_HEADERS,
     TEMPLATE_HEADERS,
     check_rows,
     diff,
     manifests,
+    recreate_rows,
     site_rows,
     summary,
     template_rows,
 )
 from draplan.migrate.scheduled import scheduler_check
 
-OUTPUTS = ("table", "yaml", "diff")
+OUTPUTS = ("table", "wide", "yaml", "diff")
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    remember_format(ctx, param, value)  # tables read it: `wide` prints every cell whole
+    return value
 
 
 @click.command("migrate")
@@ -50,7 +55,16 @@ OUTPUTS = ("table", "yaml", "diff")
     is_flag=True,
     help="Schedule the original and the migrated pods on the given cluster and compare.",
 )
-@click.option("-o", "--output", type=click.Choice(OUTPUTS), default="table", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(OUTPUTS),
+    default="table",
+    show_default=True,
+    callback=_remember,
+    help="table (cells cut with …), wide (every cell whole), yaml (the migrated manifests) "
+    "or diff.",
+)
 def migrate(
     filenames: tuple[str, ...], mapping_file: str | None, topology: str, check: bool, output: str
 ) -> None:
@@ -82,24 +96,21 @@ def migrate(
 
 
 def _tables(result: Migration) -> None:
-    _table(summary(result), SITE_HEADERS, list(site_rows(result)))
+    # kubectl's tables: a row never wraps; -o wide prints every cell whole.
+    emit_table(summary(result), SITE_HEADERS, list(site_rows(result)))
+    if result.recreated:
+        emit_table(
+            "made again, not rewritten (running pods, objects a controller owns)",
+            RECREATE_HEADERS,
+            list(recreate_rows(result)),
+        )
     if result.templates:
-        _table("ResourceClaimTemplates", TEMPLATE_HEADERS, list(template_rows(result)))
+        emit_table("ResourceClaimTemplates", TEMPLATE_HEADERS, list(template_rows(result)))
     if result.checks:
-        _table("check", CHECK_HEADERS, list(check_rows(result)))
+        emit_table("check", CHECK_HEADERS, list(check_rows(result)))
     lost = [(f.source, ", ".join(f.reformatted)) for f in result.files if f.reformatted]
     if lost:
-        _table("rewritten whole (comments and layout lost)", ("FILE", "OBJECTS"), lost)
-
-
-def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    # As output.emit_table, but long names (attributes, paths) fold instead of being cut.
-    table = Table(title=title, title_justify="left", box=None, header_style="bold")
-    for header in headers:
-        table.add_column(header, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    Console(width=max(100, Console().width), soft_wrap=True).print(table)
+        emit_table("rewritten whole (comments and layout lost)", ("FILE", "OBJECTS"), lost)
 
 
 COMMANDS = [migrate]

@@ -6,6 +6,14 @@ schedule the result once the scheduler exists.
 """
 
 from draplan.migrate.check import CheckRow, CheckStep
-from draplan.migrate.plan import TOPOLOGY_MODES, Migration, SiteResult, migrate
+from draplan.migrate.plan import TOPOLOGY_MODES, Migration, Recreated, SiteResult, migrate
 
-__all__ = ["TOPOLOGY_MODES", "CheckRow", "CheckStep", "Migration", "SiteResult", "migrate"]
+__all__ = [
+    "TOPOLOGY_MODES",
+    "CheckRow",
+    "CheckStep",
+    "Migration",
+    "Recreated",
+    "SiteResult",
+    "migrate",
+]

@@ -21,7 +21,7 @@ import yaml
 from draplan.api.codec import header
 from draplan.api.errors import BadInput
 from draplan.api.validation import check_dns_label
-from draplan.sources.yamltext import MarkedLoader, load_json, load_yaml
+from draplan.sources.yamltext import FastLoader, MarkedLoader, load_json, load_yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _SEPARATOR = re.compile(r"^---(?:[ \t\r\n]|$)")
@@ -84,7 +84,10 @@ def split_chunks(text: str) -> list[tuple[int, str]]:
 
 def parse_chunk(text: str, source: str = "", line_offset: int = 0) -> tuple[yaml.Node | None, Any]:
     """The node tree and the plain data of a single-document text."""
-    docs = list(load_yaml(text, source, MarkedLoader, line_offset))
+    # Edits are placed by the marks' character offsets: libyaml's count bytes, the same on
+    # ASCII text, where its parser is used (it is about ten times faster).
+    loader = FastLoader if text.isascii() else MarkedLoader
+    docs = list(load_yaml(text, source, loader, line_offset, nodes=True))
     if len(docs) > 1:
         raise BadInput(
             f"invalid YAML after line {line_offset + 1}: more than one document", source=source

@@ -67,6 +67,31 @@ def site_label(kind: str, namespace: str, name: str, site: PodSite) -> str:
     return f"{kind} {ns}{name}{where}"
 
 
+@dataclass(frozen=True)
+class Recreated:
+    """An object asking for device-plugin resources that is not rewritten: a running Pod (its
+    spec cannot change) or an object a controller owns (the controller's template is what
+    to migrate); it gets DRA claims when it is made again."""
+
+    source: str
+    kind: str
+    namespace: str
+    name: str
+    needs: tuple[Need, ...]
+    by: str  # "<Kind> <namespace>/<name>" of its controller; "" for a bare running Pod
+
+    @property
+    def label(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name}"
+
+    @property
+    def how(self) -> str:
+        if self.by:
+            return f"recreate from its controller {self.by}"
+        return "recreate it from its migrated manifest (a Pod's spec cannot change)"
+
+
 @dataclass
 class Migration:
     """Everything `draplan migrate` reports and prints."""
@@ -75,6 +100,7 @@ class Migration:
     sites: list[SiteResult]
     templates: list[TemplateResult]
     cluster: list[tuple[KubeStruct, str]]
+    recreated: list[Recreated] = field(default_factory=list)
     checks: list[CheckRow] = field(default_factory=list)
     # What runs now: bound Pods (but the ones being migrated) and ResourceClaims, so a check
     # judges the migrated pods against the capacity left, not against empty nodes.
@@ -119,7 +145,7 @@ def migrate(
             for prefix, obj in objects_of(chunk.data):
                 planner.plan_object(file.source, (f, c, prefix), obj)
     out = render_files(files, planner.sites, planner.templates.results)
-    migration = Migration(out, planner.sites, planner.templates.results, cluster)
+    migration = Migration(out, planner.sites, planner.templates.results, cluster, planner.recreated)
     migration.running = _running(files, live, planner.sites)
     if check is not None:
         migration.checks = check(migration)
@@ -169,6 +195,7 @@ class _Planner:
         self.topology = topology
         self.templates = templates
         self.sites: list[SiteResult] = []
+        self.recreated: list[Recreated] = []
         self._decisions: dict[tuple[object, ...], Decision] = {}
 
     def plan_object(
@@ -178,6 +205,16 @@ class _Planner:
         meta = meta if isinstance(meta, dict) else {}
         kind, name = str(obj.get("kind", "")), str(meta.get("name", ""))
         namespace = str(meta.get("namespace", "") or "")
+        by = _controller(meta, namespace)
+        if by or (kind == "Pod" and _stored_pod(obj, meta)):
+            needs = tuple(
+                need
+                for site in pod_sites(obj)
+                for need in _needs_of(get(obj, site.path), self.mapping, site)
+            )
+            if needs:
+                self.recreated.append(Recreated(source, kind, namespace, name, needs, by))
+            return
         for site in pod_sites(obj):
             try:
                 result = self._plan_site(source, location, obj, site, kind, namespace, name)
@@ -249,6 +286,33 @@ class _Planner:
         if decision is None:
             decision = self._decisions[key] = self.topology.decide(requests)
         return decision
+
+
+def _controller(meta: dict[str, Any], namespace: str) -> str:
+    """The object's controller as `Kind namespace/name`, "" if none owns it."""
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            ns = f"{namespace}/" if namespace else ""
+            return f"{ref.get('kind', '')} {ns}{ref.get('name', '')}"
+    return ""
+
+
+def _stored_pod(obj: dict[str, Any], meta: dict[str, Any]) -> bool:
+    """A Pod the API server holds (a dump's, not a manifest to create): server-set metadata,
+    a status or a node. Its spec can no longer change."""
+    spec = obj.get("spec")
+    bound = isinstance(spec, dict) and bool(spec.get("nodeName"))
+    stored = any(meta.get(k) for k in ("uid", "resourceVersion", "creationTimestamp"))
+    return stored or bound or bool(obj.get("status"))
+
+
+def _needs_of(spec: Any, mapping: Mapping, site: PodSite) -> list[Need]:
+    """The device-plugin requests of an object not rewritten; what migration would refuse in
+    it (requests and limits apart, a fraction) is left to the object that makes it again."""
+    try:
+        return pod_needs(spec, mapping, dotted(site.path))
+    except BadInput:
+        return []
 
 
 def _notes(needs: Sequence[Need]) -> Iterator[str]:

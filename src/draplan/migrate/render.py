@@ -21,7 +21,7 @@ from draplan.migrate.edits import (
     get,
 )
 from draplan.migrate.inputs import Chunk, SourceFile, objects_of
-from draplan.sources.yamltext import MarkedLoader
+from draplan.sources.yamltext import FastLoader
 
 if TYPE_CHECKING:
     from draplan.migrate.plan import SiteResult
@@ -119,7 +119,7 @@ def _edit_yaml(
             raise Unsupported("no document")
         editor = TextEditor(chunk.text, chunk.node)
         text = _prepend(editor.apply(edits, value_at), top, editor.seq_offset, editor.newline)
-        if [d for d in yaml.load_all(text, MarkedLoader) if d is not None] == expected:
+        if [d for d in yaml.load_all(text, FastLoader) if d is not None] == expected:
             return text, True
     except (Unsupported, yaml.YAMLError):
         pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from draplan.migrate.plan import Migration, SiteResult
+from draplan.migrate.plan import Migration, Recreated, SiteResult
 
 
 def manifests(migration: Migration) -> str:
@@ -39,7 +39,10 @@ TEMPLATE_HEADERS = ("TEMPLATE", "REQUESTS", "CONSTRAINT", "USED BY")
 CHECK_HEADERS = ("OBJECT", "BEFORE", "AFTER", "REASON")
 
 
-def _devices(site: SiteResult) -> str:
+RECREATE_HEADERS = ("OBJECT", "DEVICES", "MIGRATED")
+
+
+def _devices(site: SiteResult | Recreated) -> str:
     parts = []
     for need in site.needs:
         where = "init " if need.field == "initContainers" else ""
@@ -58,6 +61,11 @@ def site_rows(migration: Migration) -> Iterator[tuple[str, ...]]:
             f"matchAttribute {attribute}" if attribute else "none",
             why,
         )
+
+
+def recreate_rows(migration: Migration) -> Iterator[tuple[str, ...]]:
+    for r in migration.recreated:
+        yield f"{r.source}: {r.label}", _devices(r), r.how
 
 
 def template_rows(migration: Migration) -> Iterator[tuple[str, ...]]:
@@ -80,7 +88,12 @@ def check_rows(migration: Migration) -> Iterator[tuple[str, ...]]:
 def summary(migration: Migration) -> str:
     changed = sum(1 for f in migration.files if f.changed)
     emitted = sum(1 for t in migration.templates if t.emitted)
+    recreated = (
+        f"; {len(migration.recreated)} objects made again from their controllers or manifests"
+        if migration.recreated
+        else ""
+    )
     return (
         f"{len(migration.sites)} pod templates migrated in {changed} files, "
-        f"{emitted} ResourceClaimTemplates added"
+        f"{emitted} ResourceClaimTemplates added{recreated}"
     )

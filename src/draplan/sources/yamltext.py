@@ -137,7 +137,8 @@ class FastLoader(_Strict, _CBase):  # type: ignore[misc]
 
 
 class MarkedLoader(_Strict, yaml.SafeLoader):
-    """The pure-Python parser, whose marks count characters: `migrate`, which edits the text."""
+    """The pure-Python parser, whose marks count characters: `migrate`, which edits the text
+    (for an ASCII text libyaml's marks, which count bytes, are the same, ten times faster)."""
 
     yaml_implicit_resolvers = _without_timestamps(yaml.SafeLoader)
 
@@ -194,9 +195,15 @@ def load_json(text: str, source: str) -> Any:
 
 
 def load_yaml(
-    text: str, source: str, loader: type[Any] = FastLoader, line_offset: int = 0
+    text: str,
+    source: str,
+    loader: type[Any] = FastLoader,
+    line_offset: int = 0,
+    *,
+    nodes: bool = False,
 ) -> Iterator[tuple[yaml.Node | None, Any]]:
-    """Each document's node tree (MarkedLoader only, else None) and plain data."""
+    """Each document's node tree (with MarkedLoader, or when `nodes` is asked; else None) and
+    plain data."""
     marked = loader is MarkedLoader
     try:
         parser = loader(text)
@@ -207,7 +214,7 @@ def load_yaml(
     try:
         while parser.check_node():
             node = parser.get_node()
-            yield node if marked else None, parser.construct_document(node)
+            yield node if marked or nodes else None, parser.construct_document(node)
     except yaml.YAMLError as err:
         raise yaml_error(err, source, text, line_offset, marked=marked) from None
     except RecursionError:

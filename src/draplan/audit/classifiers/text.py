@@ -38,8 +38,8 @@ def lacks_text(s: NodeSupply) -> str:
 def amount(what: str, value: int) -> str:
     if what == "cpu":
         return f"{value / 1000:g} cpu"
-    if what == "memory":
-        return f"{value / 1000 / 2**30:.1f}Gi memory"
+    if what in ("memory", "ephemeral-storage") or what.startswith("hugepages-"):
+        return f"{value / 1000 / 2**30:.1f}Gi {what}"  # bytes, as a quantity
     if what == PODS:
         return f"{value // 1000} pod slot(s)"
     if " " not in what:

@@ -16,6 +16,7 @@ from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator, NodeStatuses, Selection, ShapeEvaluations
+from draplan.scheduler.extended import claim_status
 from draplan.scheduler.framework import (
     Code,
     CycleState,
@@ -24,7 +25,6 @@ from draplan.scheduler.framework import (
     Status,
     encode_shape,
 )
-from draplan.scheduler.extended import claim_status
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES

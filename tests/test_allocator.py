@@ -1444,3 +1444,23 @@ def test_first_fit_reaches_a_failing_device_of_another_node_in_a_slice_it_sees()
         run(state, claim("c", request("all", all_devices=True, selectors=[HEALTHY])))
     # tight never needs imex-0's verdict: it is not node-1's to allocate.
     assert picked(run(state, c, order="tight")) == ["imex-1"]
+
+
+def test_claims_of_one_shape_share_verdicts_but_each_error_names_its_own_claim() -> None:
+    # What is known of the devices is kept per request shape (the pods of one template); the
+    # error of a failing selector is still located in the claim that asks.
+    state = cluster(tpu_hosts(3, failing=0))
+    for name in ("worker-0", "worker-1"):
+        c = claim(name, request("chips", selectors=[HEALTHY]))
+        with pytest.raises(AllocationError, match=rf'^ResourceClaim "default/{name}": .*tpu-0'):
+            run(state, c, order="first-fit")
+
+
+def test_kept_candidates_follow_the_ledgers_through_forks() -> None:
+    state = cluster(tpu_hosts(2, failing=99))
+    c = claim("a", request("chip"))
+    assert picked(run(state, c, order="first-fit")) == ["tpu-0"]
+    with state.forked():
+        state.put_claim(run(state, c, order="first-fit").claims[0])
+        assert picked(run(state, claim("b", request("chip")), order="first-fit")) == ["tpu-1"]
+    assert picked(run(state, claim("b", request("chip")), order="first-fit")) == ["tpu-0"]

@@ -52,12 +52,22 @@ def projection(state: ClusterState) -> dict[str, Any]:
             n: _nonzero(r) for n, r in sorted(state.node_requested.items()) if any(r.values())
         },
         "pods": dict(state.pods.items()),
+        # The pods each node holds and those with pod affinity (ClusterState's pod index).
+        "node_pods": {n: sorted(keys) for n, keys in sorted(state.node_pods.items()) if keys},
+        "affinity_pods": dict(sorted(state.affinity_pods.items())),
         "bindings": sorted((k, p.spec.node_name) for k, p in state.pods.items()),
         "claims": dict(state.claims.items()),
         "classes": state.device_classes,
         "templates": state.claim_templates,
         "pod_templates": state.pod_templates,
         "node_pools": state.node_pools,
+        "namespaces": state.namespaces,
+        "selecting": (
+            state.services,
+            state.replica_sets,
+            state.stateful_sets,
+            state.replication_controllers,
+        ),
         "taint_rules": state.taint_rules,
         "others": sorted(
             (f"{getattr(o, 'api_version', '')}/{getattr(o, 'kind', '')}", repr(o))

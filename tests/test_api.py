@@ -94,9 +94,49 @@ POD_SPEC = {
                     "preference": {"matchExpressions": [{"key": "rack", "operator": "Exists"}]},
                 }
             ],
-        }
+        },
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "trainer"}},
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "namespaceSelector": {
+                        "matchExpressions": [{"key": "team", "operator": "In", "values": ["ml"]}]
+                    },
+                    "matchLabelKeys": ["job"],
+                }
+            ]
+        },
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "trainer"}},
+                        "namespaces": ["ml", "research"],
+                        "topologyKey": "kubernetes.io/hostname",
+                        "mismatchLabelKeys": ["job"],
+                    },
+                }
+            ]
+        },
     },
     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "trainer"}},
+            "minDomains": 3,
+            "nodeAffinityPolicy": "Ignore",
+            "nodeTaintsPolicy": "Honor",
+            "matchLabelKeys": ["pod-template-hash"],
+        }
+    ],
+    "initContainers": [
+        {"name": "proxy", "restartPolicy": "Always", "ports": [{"containerPort": 15001}]}
+    ],
     "containers": [
         {
             "name": "trainer",
@@ -106,6 +146,15 @@ POD_SPEC = {
                 "limits": {"memory": "64Gi"},
                 "claims": [{"name": "gpus", "request": "gpu"}],
             },
+            "ports": [
+                {
+                    "name": "metrics",
+                    "containerPort": 9400,
+                    "hostPort": 9400,
+                    "protocol": "TCP",
+                    "hostIP": "10.0.0.1",
+                }
+            ],
         }
     ],
     "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "train-gpus"}],
@@ -157,6 +206,30 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
             "name": "ml",
             "labels": {"resource.kubernetes.io/admin-access": "true"},
         }
+    },
+    ("v1", "Service"): {
+        "metadata": {**NS_META, "name": "inference"},
+        "spec": {"selector": {"app": "inference"}},
+    },
+    ("v1", "ReplicationController"): {
+        "metadata": {**NS_META, "name": "legacy"},
+        "spec": {
+            "selector": {"app": "legacy"},
+            "template": {"metadata": {"labels": {"app": "legacy"}}},
+        },
+    },
+    ("apps/v1", "ReplicaSet"): {
+        "metadata": {**NS_META, "name": "inference-7d9f8"},
+        "spec": {
+            "selector": {
+                "matchLabels": {"app": "inference", "pod-template-hash": "7d9f8"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["batch"]}],
+            }
+        },
+    },
+    ("apps/v1", "StatefulSet"): {
+        "metadata": {**NS_META, "name": "etcd"},
+        "spec": {"selector": {"matchLabels": {"app": "etcd"}}},
     },
     ("v1", "ConfigMap"): {
         "metadata": {**NS_META, "name": "pools", "labels": {"draplan.io/node-pools": "true"}},

@@ -159,6 +159,4 @@ def test_a_whole_dump_directory_with_other_kinds_works(run_cli: Any) -> None:
         assert notices == [
             "notice: skipped 1 Deployment (apps/v1): not a kind draplan reads",
             "notice: skipped 1 Job (batch/v1): not a kind draplan reads",
-            "notice: skipped 1 ReplicaSet (apps/v1): not a kind draplan reads",
-            "notice: skipped 2 Service (v1): not a kind draplan reads",
         ], command

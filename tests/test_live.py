@@ -234,6 +234,7 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
     assert kinds == {
         "DeviceClass (resource.k8s.io/v1)": 2,
         "DeviceTaintRule (resource.k8s.io/v1)": 1,
+        "Namespace (v1)": 1,
         "Node (v1)": 3,
         "NodePool (draplan.io/v1alpha1)": 1,  # from the labelled ConfigMap
         "Pod (v1)": 4,  # the Succeeded pod is filtered by the server
@@ -245,6 +246,7 @@ def test_lists_everything_paginated_read_only(serve: Any, run_cli: Any, tmp_path
         "ResourceClaim (resource.k8s.io/v1)": 3,
         "ResourceClaimTemplate (resource.k8s.io/v1)": 1,
         "ResourceSlice (resource.k8s.io/v1)": 2,
+        "Service (v1)": 1,
         "Workload (scheduling.k8s.io/v1alpha2)": 1,
     }
     assert result.json()["devicesPerDriver"] == {"gpu.example.com": 8}
@@ -405,12 +407,12 @@ def test_file_objects_join_the_cluster(serve: Any, run_cli: Any, tmp_path: Path)
     fake = serve("dra-v1", "common")
     extra = tmp_path / "extra.yaml"
     extra.write_text(
-        yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "research"}})
     )
     kubeconfig = _kubeconfig(tmp_path, fake.url)
     result = run_cli("validate", "--kubeconfig", kubeconfig, "-f", str(extra), "-o", "json")
     assert result.code == 0, result.err
-    assert result.json()["kinds"]["Namespace (v1)"] == 1
+    assert result.json()["kinds"]["Namespace (v1)"] == 2  # the cluster's "ml" and the file's
     dup = tmp_path / "dup.yaml"
     dup.write_text(
         yaml.safe_dump({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node-1"}})
@@ -538,7 +540,7 @@ def test_snapshot_round_trips(serve: Any, run_cli: Any, tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(snap.out)
     doc = yaml.safe_load(snap.out)
-    assert doc["kind"] == "List" and len(doc["items"]) == 22
+    assert doc["kind"] == "List" and len(doc["items"]) == 24  # with the namespace and the Service
     # The pools of the labelled ConfigMap, as plain NodePools; no other ConfigMap is read.
     assert [i["metadata"]["name"] for i in doc["items"] if i["kind"] == "NodePool"] == [
         "g6-12xlarge"

@@ -322,13 +322,17 @@ def test_kinds_draplan_does_not_read_are_skipped_with_one_notice_per_kind(
     realistic = Path(__file__).parent / "data" / "realistic"
     notes: list[str] = []
     objects = load_objects([str(realistic / "other-kinds.yaml")], notify=notes.append)
-    # The ConfigMap is a kind draplan reads (a labelled one carries NodePools): kept.
-    assert [(o.kind, o.metadata.name) for o, _ in objects] == [("ConfigMap", "kube-root-ca.crt")]
+    # The ConfigMap is a kind draplan reads (a labelled one carries NodePools), and so are
+    # ReplicaSets and Services (their selectors give PodTopologySpread's default constraints).
+    assert [(o.kind, o.metadata.name) for o, _ in objects] == [
+        ("ReplicaSet", "embed-7d9f"),
+        ("Service", "embed"),
+        ("Service", "kubernetes"),
+        ("ConfigMap", "kube-root-ca.crt"),
+    ]
     assert notes == [
         "skipped 1 Deployment (apps/v1): not a kind draplan reads",
         "skipped 1 Job (batch/v1): not a kind draplan reads",
-        "skipped 1 ReplicaSet (apps/v1): not a kind draplan reads",
-        "skipped 2 Service (v1): not a kind draplan reads",
     ]
     # By default the notices go to stderr, one line each.
     load_objects([str(realistic)])
@@ -339,7 +343,7 @@ def test_kinds_draplan_does_not_read_are_skipped_with_one_notice_per_kind(
 @pytest.mark.parametrize(
     ("api_version", "kind", "skipped"),
     [
-        ("apps/v1", "StatefulSet", True),
+        ("apps/v1", "DaemonSet", True),
         ("kueue.x-k8s.io/v1beta1", "ClusterQueue", True),  # Kueue's other kinds
         ("scheduling.volcano.sh/v1beta1", "PodGroup", True),  # a PodGroup of another group
         ("v1", "Secret", True),

@@ -11,6 +11,7 @@ import msgspec
 import yaml
 
 from draplan.api import (
+    apps_v1,
     autoscaling,
     clusterapi,
     core_v1,
@@ -38,6 +39,11 @@ KINDS: dict[tuple[str, str], type[KubeStruct]] = {
     ("v1", "Namespace"): core_v1.Namespace,
     ("v1", "ConfigMap"): core_v1.ConfigMap,
     ("v1", "Binding"): core_v1.Binding,
+    # Read for their selectors (PodTopologySpread's default constraints).
+    ("v1", "Service"): core_v1.Service,
+    ("v1", "ReplicationController"): core_v1.ReplicationController,
+    ("apps/v1", "ReplicaSet"): apps_v1.ReplicaSet,
+    ("apps/v1", "StatefulSet"): apps_v1.StatefulSet,
     ("resource.k8s.io/v1", "DeviceClass"): resource_v1.DeviceClass,
     ("resource.k8s.io/v1", "ResourceSlice"): resource_v1.ResourceSlice,
     ("resource.k8s.io/v1", "ResourceClaim"): resource_v1.ResourceClaim,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from draplan.api.meta import Int32, Int64, KubeStruct, NonNegativeInt64, ObjectMeta
+from draplan.api.meta import Int32, Int64, KubeStruct, LabelSelector, NonNegativeInt64, ObjectMeta
 from draplan.api.quantity import Quantity
 
 ResourceList = dict[str, Quantity]
@@ -75,8 +75,50 @@ class NodeAffinity(KubeStruct, frozen=True):
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
+class PodAffinityTerm(KubeStruct, frozen=True):
+    """core/v1 PodAffinityTerm. `matchLabelKeys` / `mismatchLabelKeys` (KEP-3633) are merged
+    into the selector by the API server when the pod is created; the scheduler reads the
+    selector."""
+
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(KubeStruct, frozen=True):
+    weight: Int32
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(KubeStruct, frozen=True):
+    """Also the shape of PodAntiAffinity."""
+
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
 class Affinity(KubeStruct, frozen=True):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(KubeStruct, frozen=True):
+    """core/v1 TopologySpreadConstraint (KEP-895; minDomains KEP-3022, node inclusion policies
+    KEP-3094, matchLabelKeys KEP-3243). Unset policies mean Honor (affinity) and Ignore
+    (taints), unset minDomains 1."""
+
+    max_skew: Int32
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: Int32 | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
 
 
 class ContainerResourceClaim(KubeStruct, frozen=True):
@@ -90,10 +132,19 @@ class ResourceRequirements(KubeStruct, frozen=True):
     claims: tuple[ContainerResourceClaim, ...] = ()
 
 
+class ContainerPort(KubeStruct, frozen=True):
+    container_port: Int32
+    name: str = ""
+    host_port: Int32 = 0
+    protocol: str = ""  # the API server defaults it to TCP
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
 class Container(KubeStruct, frozen=True):
     name: str
     image: str = ""
     resources: ResourceRequirements = ResourceRequirements()
+    ports: tuple[ContainerPort, ...] = ()
     restart_policy: str = ""  # "Always" on an init container: a sidecar (KEP-753)
 
 
@@ -128,6 +179,7 @@ class PodSpec(KubeStruct, frozen=True):
     node_selector: dict[str, str] = {}
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = {}
@@ -207,6 +259,45 @@ class Namespace(KubeStruct, frozen=True):
     api_version: str = "v1"
     kind: str = "Namespace"
     metadata: ObjectMeta = ObjectMeta()
+
+
+class ServiceSpec(KubeStruct, frozen=True):
+    selector: dict[str, str] = {}
+
+
+class Service(KubeStruct, frozen=True):
+    """Read for its selector: the pods it selects get PodTopologySpread's default constraints
+    (helper.DefaultSelector)."""
+
+    api_version: str = "v1"
+    kind: str = "Service"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ServiceSpec = ServiceSpec()
+
+
+class LabelsOnly(KubeStruct, frozen=True):
+    """A pod template of which only the labels are read."""
+
+    metadata: ObjectMeta = ObjectMeta()
+
+
+class ReplicationControllerSpec(KubeStruct, frozen=True):
+    selector: dict[str, str] = {}
+    template: LabelsOnly | None = None
+
+
+class ReplicationController(KubeStruct, frozen=True):
+    """Read for its selector (defaulted by the API server to the template's labels)."""
+
+    api_version: str = "v1"
+    kind: str = "ReplicationController"
+    metadata: ObjectMeta = ObjectMeta()
+    spec: ReplicationControllerSpec = ReplicationControllerSpec()
+
+    @property
+    def selector(self) -> dict[str, str]:
+        template = self.spec.template
+        return self.spec.selector or (template.metadata.labels if template else {})
 
 
 class ConfigMap(KubeStruct, frozen=True):

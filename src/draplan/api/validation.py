@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from draplan.api import (
+    apps_v1,
     autoscaling,
     clusterapi,
     core_v1,
@@ -598,6 +599,142 @@ def validate_pod(pod: core_v1.Pod) -> None:
             "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
             one_term=False,
         )
+    if aff is not None:
+        for field, rules in (
+            ("podAffinity", aff.pod_affinity),
+            ("podAntiAffinity", aff.pod_anti_affinity),
+        ):
+            if rules is not None:
+                _check_pod_affinity(rules, f"spec.affinity.{field}")
+    _check_spread(pod.spec.topology_spread_constraints, "spec.topologySpreadConstraints")
+    _check_ports(pod.spec)
+
+
+def _check_pod_affinity(rules: core_v1.PodAffinity, path: str) -> None:
+    required = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+    for i, term in enumerate(rules.required_during_scheduling_ignored_during_execution):
+        _check_affinity_term(term, f"{required}[{i}]")
+    preferred = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, weighted in enumerate(rules.preferred_during_scheduling_ignored_during_execution):
+        if not 1 <= weighted.weight <= 100:
+            raise fail(f"{preferred}[{i}].weight", "must be in the range 1-100")
+        _check_affinity_term(weighted.pod_affinity_term, f"{preferred}[{i}].podAffinityTerm")
+
+
+def _check_affinity_term(term: core_v1.PodAffinityTerm, path: str) -> None:
+    """core validation's validatePodAffinityTerm and ValidateMatchLabelKeysAndMismatchLabelKeys."""
+    if term.label_selector is not None:
+        check_label_selector(term.label_selector, f"{path}.labelSelector")
+    if term.namespace_selector is not None:
+        check_label_selector(term.namespace_selector, f"{path}.namespaceSelector")
+    for i, ns in enumerate(term.namespaces):
+        check_dns_label(ns, f"{path}.namespaces[{i}]")
+    if not term.topology_key:
+        raise fail(f"{path}.topologyKey", "can not be empty")
+    check_label_key(term.topology_key, f"{path}.topologyKey")
+    _check_label_keys(term.match_label_keys, term.label_selector, f"{path}.matchLabelKeys")
+    _check_label_keys(term.mismatch_label_keys, term.label_selector, f"{path}.mismatchLabelKeys")
+    both = set(term.match_label_keys) & set(term.mismatch_label_keys)
+    if both:
+        raise fail(
+            f"{path}.matchLabelKeys",
+            f"{quote(min(both))} exists in both matchLabelKeys and mismatchLabelKeys",
+        )
+
+
+def _check_label_keys(keys: tuple[str, ...], selector: LabelSelector | None, path: str) -> None:
+    if keys and selector is None:
+        raise fail(path, "must not be specified when labelSelector is not set")
+    for i, key in enumerate(keys):
+        check_label_key(key, f"{path}[{i}]")
+    check_unique(keys, path)
+
+
+SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+INCLUSION_POLICIES = ("Honor", "Ignore")
+
+
+def _check_spread(constraints: tuple[core_v1.TopologySpreadConstraint, ...], path: str) -> None:
+    """core validation's validateTopologySpreadConstraints."""
+    pairs: set[tuple[str, str]] = set()
+    for i, c in enumerate(constraints):
+        at = f"{path}[{i}]"
+        if c.max_skew <= 0:
+            raise fail(f"{at}.maxSkew", "must be greater than zero")
+        if not c.topology_key:
+            raise fail(f"{at}.topologyKey", "can not be empty")
+        check_label_key(c.topology_key, f"{at}.topologyKey")
+        if c.when_unsatisfiable not in SPREAD_ACTIONS:
+            raise fail(f"{at}.whenUnsatisfiable", f"unsupported value {c.when_unsatisfiable!r}")
+        if c.min_domains is not None:
+            if c.min_domains <= 0:
+                raise fail(f"{at}.minDomains", "must be greater than 0")
+            if c.when_unsatisfiable != "DoNotSchedule":
+                raise fail(
+                    f"{at}.minDomains",
+                    "can only use minDomains if whenUnsatisfiable=DoNotSchedule, "
+                    f"not {c.when_unsatisfiable}",
+                )
+        pair = (c.topology_key, c.when_unsatisfiable)
+        if pair in pairs:
+            raise fail(at, f"duplicate value {{{c.topology_key}, {c.when_unsatisfiable}}}")
+        pairs.add(pair)
+        for field, policy in (
+            ("nodeAffinityPolicy", c.node_affinity_policy),
+            ("nodeTaintsPolicy", c.node_taints_policy),
+        ):
+            if policy is not None and policy not in INCLUSION_POLICIES:
+                raise fail(f"{at}.{field}", f"unsupported value {policy!r}")
+        if c.label_selector is not None:
+            check_label_selector(c.label_selector, f"{at}.labelSelector")
+        _check_label_keys(c.match_label_keys, c.label_selector, f"{at}.matchLabelKeys")
+
+
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _check_ports(spec: core_v1.PodSpec) -> None:
+    """validateContainerPorts, and no host port taken twice in the pod (checkHostPortConflicts)."""
+    taken: set[tuple[int, str]] = set()
+    for field, containers in (
+        ("initContainers", spec.init_containers),
+        ("containers", spec.containers),
+    ):
+        for c, container in enumerate(containers):
+            at = f"spec.{field}[{c}]"
+            for p, port in enumerate(container.ports):
+                path = f"{at}.ports[{p}]"
+                if not 1 <= port.container_port <= 65535:
+                    raise fail(f"{path}.containerPort", "must be between 1 and 65535, inclusive")
+                if not 0 <= port.host_port <= 65535:
+                    raise fail(f"{path}.hostPort", "must be between 1 and 65535, inclusive")
+                protocol = port.protocol or "TCP"
+                if protocol not in PROTOCOLS:
+                    raise fail(f"{path}.protocol", f"unsupported value {port.protocol!r}")
+                if port.host_port and field == "containers":
+                    if (port.host_port, protocol) in taken:
+                        raise fail(
+                            f"{path}.hostPort", f"duplicate value {port.host_port}/{protocol}"
+                        )
+                    taken.add((port.host_port, protocol))
+
+
+def validate_service(service: core_v1.Service) -> None:
+    check_labels(service.spec.selector, "spec.selector")
+
+
+def validate_replication_controller(rc: core_v1.ReplicationController) -> None:
+    check_labels(rc.spec.selector, "spec.selector")
+
+
+def validate_workload_selector(obj: apps_v1.ReplicaSet | apps_v1.StatefulSet) -> None:
+    """apps validation: a selector is required, valid and not empty."""
+    sel = obj.spec.selector
+    if sel is None:
+        raise fail("spec.selector", "required value")
+    check_label_selector(sel, "spec.selector")
+    if not sel.match_labels and not sel.match_expressions:
+        raise fail("spec.selector", "empty selector is invalid")
 
 
 def check_price(text: str, path: str) -> None:
@@ -871,6 +1008,10 @@ _VALIDATORS: dict[type, object] = {
     resource_v1.ResourceClaim: validate_resource_claim,
     core_v1.Pod: validate_pod,
     core_v1.Node: validate_node,
+    core_v1.Service: validate_service,
+    core_v1.ReplicationController: validate_replication_controller,
+    apps_v1.ReplicaSet: validate_workload_selector,
+    apps_v1.StatefulSet: validate_workload_selector,
     draplan_v1alpha1.NodePool: validate_node_pool,
     karpenter.KarpenterNodePool: validate_karpenter_node_pool,
     clusterapi.MachineDeployment: validate_scalable_resource,

@@ -16,7 +16,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from draplan.api.core_v1 import Node, Pod
+from draplan.api.apps_v1 import ReplicaSet, StatefulSet
+from draplan.api.core_v1 import Namespace, Node, Pod, ReplicationController, Service
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
 from draplan.api.meta import KubeStruct
@@ -35,6 +36,21 @@ def needs_rebuild(obj: KubeStruct) -> bool:
     resolves requests in caches keyed by pod shape (no node version names them), and a
     DeviceTaintRule rewrites the views of every slice."""
     return isinstance(obj, DeviceClass | DeviceTaintRule)
+
+
+def selects(obj: KubeStruct) -> object:
+    """What of an object the scheduler reads for pod affinity and topology spread: a
+    namespace's labels, the selector of a Service or a workload controller. Their status
+    changes all the time; only a change of this is one for the scheduler."""
+    if isinstance(obj, Namespace):
+        return obj.metadata.labels
+    if isinstance(obj, Service):
+        return obj.spec.selector
+    if isinstance(obj, ReplicationController):
+        return obj.selector
+    if isinstance(obj, ReplicaSet | StatefulSet):
+        return obj.spec.selector
+    return obj
 
 
 def _pool_of(rs: ResourceSlice) -> PoolID:
@@ -108,8 +124,10 @@ class IncrementalState:
             self._change_slice(state.slices.get(key[1]), obj)
         elif (plain := state.plain_table(obj)) is not None:
             table, at = plain
+            old = table.get(at)
             table[at] = obj
-            self._plain_changed(obj)
+            if old is None or selects(old) != selects(obj):
+                self._plain_changed(obj)
         else:
             self._others[origin_key(obj)] = obj
             self._others_dirty = True
@@ -138,11 +156,15 @@ class IncrementalState:
             self._others_dirty = True
 
     def _plain_changed(self, obj: KubeStruct) -> None:
-        """What a changed taint rule or device class invalidates: the devices' taints, or every
-        node's evaluations."""
+        """What a changed taint rule, device class or selecting object invalidates: the
+        devices' taints, or every node's evaluations (which pods a namespace selector, or a
+        default spread constraint's selector, takes in)."""
         if isinstance(obj, DeviceTaintRule):
             self._reindex(set(self._pool_slices))
-        elif isinstance(obj, DeviceClass):
+        elif isinstance(
+            obj,
+            DeviceClass | Namespace | Service | ReplicationController | ReplicaSet | StatefulSet,
+        ):
             self.state.touch("*")
 
     def flush(self) -> ClusterState:

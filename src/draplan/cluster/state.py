@@ -14,8 +14,16 @@ from typing import Any
 
 import msgspec
 
+from draplan.api.apps_v1 import ReplicaSet, StatefulSet
 from draplan.api.codec import decode
-from draplan.api.core_v1 import Namespace, Node, Pod, PodTemplate
+from draplan.api.core_v1 import (
+    Namespace,
+    Node,
+    Pod,
+    PodTemplate,
+    ReplicationController,
+    Service,
+)
 from draplan.api.draplan_v1alpha1 import NodePool, Scenario
 from draplan.api.errors import BadInput
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
@@ -206,6 +214,10 @@ PLAIN_KINDS: dict[type, tuple[str, bool]] = {
     Namespace: ("namespaces", True),
     PodTemplate: ("pod_templates", False),
     NodePool: ("node_pools", True),
+    Service: ("services", False),
+    ReplicationController: ("replication_controllers", False),
+    ReplicaSet: ("replica_sets", False),
+    StatefulSet: ("stateful_sets", False),
 }
 
 
@@ -222,6 +234,11 @@ class ClusterState:
         self.namespaces: dict[str, Namespace] = {}
         self.pod_templates: dict[ObjectKey, PodTemplate] = {}
         self.node_pools: dict[str, NodePool] = {}
+        # What selects pods, for PodTopologySpread's default constraints.
+        self.services: dict[ObjectKey, Service] = {}
+        self.replication_controllers: dict[ObjectKey, ReplicationController] = {}
+        self.replica_sets: dict[ObjectKey, ReplicaSet] = {}
+        self.stateful_sets: dict[ObjectKey, StatefulSet] = {}
         # Taints applied to the devices they select; given before the slices they apply to.
         self.taint_rules: dict[str, DeviceTaintRule] = {}
         # The modelled cluster's version and feature gates (what it allocates and how).
@@ -240,6 +257,10 @@ class ClusterState:
         self.counters: LayeredDict[tuple[PoolID, CounterKey], int] = LayeredDict()
         # Pods' requests summed per node (NodeInfo.Requested upstream).
         self.node_requested: LayeredDict[str, Resources] = LayeredDict()
+        # The pods each node holds (NodeInfo.Pods: bound and not finished), in binding order,
+        # and those with pod affinity or anti-affinity terms by node (NodeInfo.PodsWithAffinity).
+        self.node_pods: LayeredDict[str, tuple[ObjectKey, ...]] = LayeredDict()
+        self.affinity_pods: LayeredDict[ObjectKey, str] = LayeredDict()
         # A version per node, unique over the whole run (so a revert restores an old version
         # that still names the old state), and a log of nodes whose version changed: schedulers
         # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
@@ -269,6 +290,8 @@ class ClusterState:
             self.shared,
             self.counters,
             self.node_requested,
+            self.node_pods,
+            self.affinity_pods,
             self.node_version,
             self.search_start,
         )
@@ -296,7 +319,7 @@ class ClusterState:
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
                 if obj.spec.node_name and not is_terminal(obj):
-                    state._add_usage(obj.spec.node_name, state.usage(obj), +1)
+                    state._hold(obj, obj.spec.node_name, +1)
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -580,12 +603,29 @@ class ClusterState:
         self.nodes.pop(name)
         self.touch(name)
 
-    def _add_usage(self, node_name: str, requests: Resources, sign: int) -> None:
+    def _hold(self, pod: Pod, node_name: str, sign: int) -> None:
+        """`pod` starts (+1) or stops (-1) counting on `node_name`: its requests, its place
+        among the node's pods."""
         used = dict(self.node_requested.get(node_name) or {})
-        for name, amount in requests.items():
+        for name, amount in self.usage(pod).items():
             used[name] = used.get(name, 0) + sign * amount
         self.node_requested[node_name] = used
+        key = key_of(pod)
+        held = self.node_pods.get(node_name) or ()
+        if sign > 0:
+            self.node_pods[node_name] = (*held, key)
+            if has_pod_affinity(pod):
+                self.affinity_pods[key] = node_name
+        else:
+            self.node_pods[node_name] = tuple(k for k in held if k != key)
+            if key in self.affinity_pods:
+                del self.affinity_pods[key]
         self.touch(node_name)
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        """The pods `node_name` holds (bound, not finished), in the order they were bound."""
+        pods = self.pods
+        return [pods[k] for k in self.node_pods.get(node_name) or ()]
 
     def usage(self, pod: Pod) -> Resources:
         """What a bound pod takes from its node: requests, and the non-zero sums scores use."""
@@ -601,14 +641,14 @@ class ClusterState:
             pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
         )
         self.pods[key_of(pod)] = bound
-        self._add_usage(node_name, self.usage(pod), +1)
+        self._hold(bound, node_name, +1)
         return bound
 
     def unbind_pod(self, pod: Pod) -> None:
         """Take a bound pod off its node (it stays in the state, pending)."""
         node_name = pod.spec.node_name
         if node_name:
-            self._add_usage(node_name, self.usage(pod), -1)
+            self._hold(pod, node_name, -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
             self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
 
@@ -618,7 +658,7 @@ class ClusterState:
         self.delete_pod(key_of(pod))
         self.pods[key_of(pod)] = pod
         if pod.spec.node_name and not is_terminal(pod):
-            self._add_usage(pod.spec.node_name, self.usage(pod), +1)
+            self._hold(pod, pod.spec.node_name, +1)
 
     def delete_pod(self, key: ObjectKey) -> None:
         """Forget a pod the API server deleted, freeing its node share; unlike `remove_pod`,
@@ -627,7 +667,7 @@ class ClusterState:
         if pod is None:
             return
         if pod.spec.node_name and not is_terminal(pod):
-            self._add_usage(pod.spec.node_name, self.usage(pod), -1)
+            self._hold(pod, pod.spec.node_name, -1)
         del self.pods[key]
 
     def delete_node(self, name: str) -> None:
@@ -728,6 +768,12 @@ class ClusterState:
 
     def counter_used(self, pool_id: PoolID, ckey: CounterKey) -> int:
         return self.counters.get((pool_id, ckey)) or 0
+
+
+def has_pod_affinity(pod: Pod) -> bool:
+    """Whether the pod has pod affinity or anti-affinity terms (NodeInfo.PodsWithAffinity)."""
+    aff = pod.spec.affinity
+    return aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
 
 
 def visible(view: DeviceView, node: Node) -> bool:

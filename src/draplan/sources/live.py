@@ -89,6 +89,36 @@ RESOURCES: tuple[Resource, ...] = (
         field_selector="status.phase!=Succeeded,status.phase!=Failed",
     ),
     Resource("", "PodTemplate", "podtemplates", ("v1",), namespaced=True),
+    # Pod affinity's namespace selectors read namespaces' labels; PodTopologySpread's default
+    # constraints, the selectors of the Services and controllers that select a pod.
+    Resource("", "Namespace", "namespaces", ("v1",), optional=True),
+    Resource("", "Service", "services", ("v1",), namespaced=True, optional=True),
+    Resource(
+        "",
+        "ReplicationController",
+        "replicationcontrollers",
+        ("v1",),
+        namespaced=True,
+        optional=True,
+    ),
+    Resource(
+        "apps",
+        "ReplicaSet",
+        "replicasets",
+        ("v1",),
+        namespaced=True,
+        optional=True,
+        when_served=True,
+    ),
+    Resource(
+        "apps",
+        "StatefulSet",
+        "statefulsets",
+        ("v1",),
+        namespaced=True,
+        optional=True,
+        when_served=True,
+    ),
     Resource("scheduling.k8s.io", "PriorityClass", "priorityclasses", ("v1",)),
     Resource("policy", "PodDisruptionBudget", "poddisruptionbudgets", ("v1",), namespaced=True),
     Resource(

@@ -1,0 +1,77 @@
+"""NodePorts: a pod's host ports must be free on the node (pkg/scheduler/framework/plugins/
+nodeports/node_ports.go, the host ports as pkg/scheduler/util's GetHostPorts lists them and
+framework.HostPortInfo's CheckConflict compares them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from draplan.api.core_v1 import Container, Node, Pod
+from draplan.cluster.state import ClusterState
+from draplan.scheduler.framework import SKIP, SUCCESS, CycleState, PodInfo, Status, unschedulable
+
+NAME = "NodePorts"
+REASON = "node(s) didn't have free ports for the requested pod ports"
+BIND_ALL = "0.0.0.0"  # DefaultBindAllHostIP
+
+HostPort = tuple[str, str, int]  # (host IP, protocol, port), defaults filled in
+
+
+def _running(pod: Pod) -> Iterable[Container]:
+    """Init containers with restartPolicy Always (sidecars, for the pod's whole life), then
+    the app containers: whose host ports the pod holds."""
+    for c in pod.spec.init_containers:
+        if c.restart_policy == "Always":
+            yield c
+    yield from pod.spec.containers
+
+
+def host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """GetHostPorts, each port sanitized as HostPortInfo does (empty IP: 0.0.0.0, empty
+    protocol: TCP)."""
+    return tuple(
+        (p.host_ip or BIND_ALL, p.protocol or "TCP", p.host_port)
+        for c in _running(pod)
+        for p in c.ports
+        if p.host_port > 0
+    )
+
+
+def conflicts(used: Iterable[HostPort], wanted: HostPort) -> bool:
+    """HostPortInfo.CheckConflict: the same protocol and port, where the wanted IP binds every
+    IP, or the used one does, or both are the same IP."""
+    ip, protocol, port = wanted
+    return any(
+        u_port == port and u_protocol == protocol and (ip == BIND_ALL or u_ip in (BIND_ALL, ip))
+        for u_ip, u_protocol, u_port in used
+    )
+
+
+def used_ports(state: ClusterState, node_name: str) -> list[HostPort]:
+    """NodeInfo.UsedPorts: every host port of the pods the node holds."""
+    return [hp for pod in state.pods_on(node_name) for hp in host_ports(pod)]
+
+
+class NodePorts:
+    name = NAME
+
+    def pre_filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> Status:
+        ports = host_ports(pod.pod)
+        if not ports:
+            return SKIP
+        cycle.data[NAME] = ports
+        return SUCCESS
+
+    def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
+        wanted = cycle.data.get(NAME)
+        if not wanted:
+            return SUCCESS
+        used = used_ports(state, node.metadata.name)
+        if any(conflicts(used, w) for w in wanted):
+            return unschedulable(REASON)
+        return SUCCESS
+
+    def signature(self, state: ClusterState, node: Node) -> object:
+        """What the filter reads of a node beyond its Node object and requests: its pods'
+        host ports (nodes that differ only there are not alike)."""
+        return tuple(sorted(used_ports(state, node.metadata.name)))

@@ -24,7 +24,7 @@ SKIP = {
     "draplan scale -o yaml": "needs a live cluster (no -f)",
     "draplan schedule -o yaml --manifests": "needs a live cluster and kubectl",
     "draplan serve": "serves until SIGTERM (tests/test_serve.py runs it)",
-    "draplan migrate": "needs your manifests (k8s/); tests/test_migrate.py runs migrate",
+    "draplan migrate -f k8s/ --context": "needs a live cluster",
 }
 
 

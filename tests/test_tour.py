@@ -33,7 +33,20 @@ def test_export_writes_the_tour_files(run_cli: Any, tmp_path: Path) -> None:
     res = run_cli("demo", "--export", str(tmp_path / "t"))
     assert res.code == 0, res.err
     names = sorted(p.name for p in (tmp_path / "t").iterdir())
-    assert names == ["claim.yaml", "cluster.yaml", "pools.yaml", "profile.yaml", "scenario.yaml"]
+    assert names == [
+        "claim.yaml",
+        "cluster.yaml",
+        "k8s",
+        "pools.yaml",
+        "profile.yaml",
+        "scenario.yaml",
+    ]
+    # README's migrate example reads k8s/: both workloads ask for GPUs it rewrites.
+    migrated = run_cli(
+        "migrate", "-f", str(tmp_path / "t" / "k8s"), "-f", str(tmp_path / "t" / "cluster.yaml")
+    )
+    assert migrated.code == 0, migrated.err
+    assert migrated.out.startswith("2 pod templates migrated in 1 files")
     scenario = yaml.safe_load((tmp_path / "t" / "scenario.yaml").read_text())
     synthetic = scenario["spec"]["workload"]["synthetic"]
     assert set(synthetic) == {f.encode_name for f in msgspec.structs.fields(SyntheticWorkload)}

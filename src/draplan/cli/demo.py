@@ -37,7 +37,38 @@ EXPORTS = {
     "scenario.yaml": "the demo's Scenario: the synthetic AI mix, every field spelled out",
     "profile.yaml": "a SchedulerProfile: the default score plugins and weights",
     "claim.yaml": "a ResourceClaim to allocate: 2 GPUs and an RDMA NIC on one PCIe root",
+    "k8s/workloads.yaml": "workloads asking for GPUs from the device plugin, for `migrate`",
 }
+# `k8s/`: what README's `draplan migrate -f k8s/ -f cluster.yaml` rewrites into DRA claims.
+TOUR_WORKLOADS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: embed, namespace: ml}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: embed}}
+  template:
+    metadata: {labels: {app: embed}}
+    spec:
+      containers:
+      - name: tei
+        image: ghcr.io/huggingface/text-embeddings-inference:1.8
+        resources:
+          limits: {nvidia.com/mig-1g.5gb: 1}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: finetune, namespace: ml}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: trainer
+        image: nvcr.io/nvidia/pytorch:25.09-py3
+        resources:
+          limits: {nvidia.com/gpu: 4}
+"""
 
 
 def example_path() -> str:
@@ -57,8 +88,9 @@ def _spelled_out(scenario: Scenario) -> dict[str, Any]:
     return doc
 
 
-def export(directory: str) -> list[Path]:
-    """Write the tour's inputs into `directory` (created if needed); the paths written."""
+def export(directory: str) -> list[tuple[str, Path]]:
+    """Write the tour's inputs into `directory` (created if needed); each name (EXPORTS') and
+    path written."""
     out = Path(directory)
     pools = [encode(o) for o in demo_objects() if isinstance(o, NodePool)]
     texts = {
@@ -69,15 +101,17 @@ def export(directory: str) -> list[Path]:
         "scenario.yaml": yaml_text([_spelled_out(demo_scenario())]),
         "profile.yaml": yaml_text([encode(demo_profile())]),
         "claim.yaml": yaml_text([demo_claim()]),
+        "k8s/workloads.yaml": TOUR_WORKLOADS,
     }
-    written = []
+    written: list[tuple[str, Path]] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in texts.items():
             path = out / name
+            path.parent.mkdir(parents=True, exist_ok=True)
             header = "" if text.startswith("#") else f"# draplan demo --export: {EXPORTS[name]}\n"
             path.write_text(header + text, encoding="utf-8")
-            written.append(path)
+            written.append((name, path))
     except OSError as err:
         raise BadInput(f"cannot write the tour's files: {err}", path="--export") from None
     return written

@@ -241,7 +241,7 @@ def _allocation_table(doc: dict[str, Any], node: str) -> None:
     "export_dir",
     metavar="DIR",
     help="Write the demo's inputs (cluster.yaml, pools.yaml, scenario.yaml, profile.yaml, "
-    "claim.yaml) into DIR as ordinary YAML, for README's tour; run nothing.",
+    "claim.yaml, k8s/) into DIR as ordinary YAML, for README's tour; run nothing.",
 )
 @click.option(
     "--report",
@@ -260,8 +260,8 @@ def demo(export_dir: str | None, report: str, date: str | None) -> None:
     if export_dir is None:
         run_demo(report, date)
         return
-    for path in export(export_dir):
-        click.echo(f"wrote {path}: {EXPORTS[path.name]}")
+    for name, path in export(export_dir):
+        click.echo(f"wrote {path}: {EXPORTS[name]}")
 
 
 def _register_command_modules() -> None:

@@ -12,8 +12,8 @@ import yaml
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
-def _template(hugepages: str = "") -> dict[str, Any]:
-    requests = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}
+def _template(hugepages: str = "", cpu: str = "8") -> dict[str, Any]:
+    requests = {"cpu": cpu, "memory": "32Gi", "nvidia.com/gpu": "1"}
     limits = {"nvidia.com/gpu": "1"}
     if hugepages:
         requests["hugepages-2Mi"] = limits["hugepages-2Mi"] = hugepages
@@ -33,7 +33,7 @@ def _template(hugepages: str = "") -> dict[str, Any]:
     }
 
 
-def _dump(hugepages: str = "", replicas: int = 1) -> dict[str, Any]:
+def _dump(hugepages: str = "", replicas: int = 1, cpu: str = "8") -> dict[str, Any]:
     node = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -65,7 +65,7 @@ def _dump(hugepages: str = "", replicas: int = 1) -> dict[str, Any]:
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "asr", "namespace": "inference", "uid": "d-1", "generation": 2},
-        "spec": {"replicas": replicas, "template": _template(hugepages)},
+        "spec": {"replicas": replicas, "template": _template(hugepages, cpu)},
         "status": {"replicas": 1},
     }
     rs_owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "asr", "uid": "d-1"}
@@ -179,3 +179,16 @@ def test_check_speaks_in_quantities(run_cli: Any, tmp_path: Path) -> None:
     assert "fits 1 of 3 replicas" in row
     assert "hugepages-2Mi" in row and "Gi hugepages-2Mi" in row
     assert "e+" not in row
+
+
+def test_an_extended_resource_served_by_dra_is_no_node_resource(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    # 100 cpu fit on no node; the node's 4 GPUs serve nvidia.com/gpu through DRA, so the
+    # reason names the cpu alone, never "0 nvidia.com/gpu free".
+    path = _write(tmp_path, _dump(cpu="100"))
+    out = run_cli("migrate", "-f", path, "--check", "-o", "wide")
+    assert out.code == 0, out.err
+    (row,) = [line for line in out.out.splitlines() if line.startswith("Deployment inference/asr")]
+    assert "cannot fit (CapacityExhausted" in row and "cpu free of 100 cpu needed" in row
+    assert "nvidia.com/gpu free" not in row

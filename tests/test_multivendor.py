@@ -125,5 +125,11 @@ def test_snapshot_redact_reloads_without_node_names(
 
 
 def test_migrate(run_cli: Any) -> None:
-    result = run_cli("migrate", "-f", CLUSTER)
+    result = run_cli("migrate", "-f", CLUSTER, "--check")
     assert result.code == 0, result.err
+
+
+def test_pools(run_cli: Any) -> None:
+    result = run_cli("pools", "-f", CLUSTER, "--prices", PRICES, "-o", "json")
+    assert result.code == 0, result.err
+    assert len(result.json()["items"]) == 8

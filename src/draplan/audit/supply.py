@@ -15,6 +15,7 @@ from draplan.cel import CelError, compile_selector
 from draplan.cluster.devices import DeviceView, device_views
 from draplan.cluster.podresources import PODS, Resources, node_allocatable
 from draplan.cluster.state import ClusterState
+from draplan.scheduler.extended import class_mapping, node_resource_requests
 from draplan.scheduler.plugins.noderesources import insufficient
 
 
@@ -71,7 +72,14 @@ def node_supply(
     name = node.metadata.name
     alloc = node_allocatable(node)
     used = state.requested(name)
-    wanted = {r: v for r, v in requests.items() if v > 0 or r == PODS}
+    # Extended resources a DeviceClass serves are devices where no device plugin serves them
+    # (KEP-5004), not node resources: NodeResourcesFit's rule.
+    served = class_mapping(state) if "DRAExtendedResource" in state.features else {}
+    wanted = {
+        r: v
+        for r, v in node_resource_requests(requests, served, node).items()
+        if v > 0 or r == PODS
+    }
     out = NodeSupply(
         name,
         requests=wanted,

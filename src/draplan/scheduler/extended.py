@@ -9,6 +9,8 @@ one claim per pod, with one request per container and resource, named as upstrea
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from draplan.api.core_v1 import (
     ContainerExtendedResourceRequest,
     Node,
@@ -24,7 +26,7 @@ from draplan.api.resource_v1 import (
     ResourceClaim,
     ResourceClaimSpec,
 )
-from draplan.cluster.podresources import node_allocatable
+from draplan.cluster.podresources import Resources, node_allocatable
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.claims import MAX_BASE, generated_suffix
 
@@ -65,6 +67,15 @@ def mapped_requests(pod: Pod, mapping: dict[str, str]) -> set[str]:
 def needs_dra(node: Node, resource: str) -> bool:
     """No device plugin on the node serves it: DRA does (upstream's allocatable == 0)."""
     return node_allocatable(node).get(resource, 0) <= 0
+
+
+def node_resource_requests(requests: Resources, served: Collection[str], node: Node) -> Resources:
+    """What NodeResourcesFit checks against `node`: the pod's requests but the extended
+    resources a DeviceClass serves (`served`) where no device plugin serves them, which
+    DynamicResources allocates as devices instead."""
+    if not served:
+        return requests
+    return {k: v for k, v in requests.items() if k not in served or not needs_dra(node, k)}
 
 
 def _container_requests(pod: Pod) -> list[tuple[str, str, str, int]]:

@@ -13,7 +13,7 @@ from draplan.cluster.podresources import (
     node_allocatable,
 )
 from draplan.cluster.state import ClusterState
-from draplan.scheduler.extended import needs_dra
+from draplan.scheduler.extended import node_resource_requests
 from draplan.scheduler.framework import SUCCESS, CycleState, PodInfo, Status, unschedulable
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import (
@@ -59,13 +59,9 @@ class NodeResourcesFit:
     name = NODE_RESOURCES_FIT
 
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
-        requests = pod.requests
         dra = cycle.data.get(DYNAMIC_RESOURCES)
-        if isinstance(dra, DraState) and dra.served:
-            # DynamicResources allocates these where no device plugin serves them (KEP-5004).
-            requests = {
-                k: v for k, v in requests.items() if k not in dra.served or not needs_dra(node, k)
-            }
+        served = dra.served if isinstance(dra, DraState) else frozenset()
+        requests = node_resource_requests(pod.requests, served, node)
         used, alloc = state.requested(node.metadata.name), node_allocatable(node)
         missing = insufficient(requests, used, alloc)
         if not missing:

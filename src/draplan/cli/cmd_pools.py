@@ -37,6 +37,9 @@ def pools(filenames: tuple[str, ...], prices_path: str | None, output: str) -> N
     if output not in ("table", "wide"):
         emit_yaml(docs)
         return
+    if not found:  # as kubectl says "No resources found"
+        click.echo("No NodePool given and no node group to derive one from.")
+        return
     members: dict[str, int] = {}
     for node in state.nodes.values():
         pool = node_pool(state, node)
@@ -66,8 +69,6 @@ def pools(filenames: tuple[str, ...], prices_path: str | None, output: str) -> N
         [*headers, "SELECTOR", "NODE"] if wide else headers,
         rows,
     )
-    if not found:
-        click.echo("No NodePool given and no node group to derive one from.")
 
 
 COMMANDS = [pools]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Mapping
+from itertools import zip_longest
 
 from draplan.api.core_v1 import Node
 from draplan.cluster.state import ClusterState
@@ -120,12 +121,10 @@ class NodeOrder:
         lists = sorted(self._members.values(), key=lambda members: members[0])
         if len(lists) == 1:
             names = list(lists[0])
-        else:
-            names = []
-            for i in range(max((len(z) for z in lists), default=0)):
-                names.extend(z[i] for z in lists if i < len(z))
+        else:  # one of each zone in turn; a zone that has run out is passed over
+            names = [n for turn in zip_longest(*lists) for n in turn if n is not None]
         self.names = names
-        self.position = {name: i for i, name in enumerate(names)}
+        self.position = dict(zip(names, range(len(names)), strict=True))
         self.epoch += 1
 
     def _same_names(self, state: ClusterState) -> bool:

@@ -182,8 +182,8 @@ def diagnose(search: Search) -> Reason:
 def constraint_groups(search: Search) -> list[dict[str, Any]]:
     """Per claim constraint, the largest group of the node's matching devices that can meet it,
     counted over every device the node has (allocated or not: the node's shape) and over the
-    free ones: for matchAttribute, the most needed devices one value supplies; for
-    distinctAttribute, how many distinct values there are."""
+    free ones the request tolerates the taints of: for matchAttribute, the most needed devices
+    one value supplies; for distinctAttribute, how many distinct values there are."""
     out = []
     for ci, constraints in enumerate(search.constraints):
         specs = [
@@ -216,7 +216,10 @@ def _groups(search: Search, con: ClaimConstraint, specs: list[RequestSpec]) -> d
                 if mine is not None:
                     raise mine_error(spec, search.claims[spec.claim_index], mine)
                 counts[value] += 1
-                if spec.admin_access or not search.state.in_use(view.id):
+                if not spec.admin_access and search.state.in_use(view.id):
+                    continue
+                # A device the request does not tolerate a taint of is not free to it.
+                if not (search.taints and taint_blocks(view, spec.tolerations)):
                     unused[value] += 1
         every.append(counts)
         free.append(unused)

@@ -4,7 +4,9 @@ partitionable devices, consumed capacity of shared devices, and stranded GPUs wi
 per hour.
 
 GPUs are physical accelerators (`draplan.cluster.accelerators`): the whole-GPU device and the
-MIG partitions of one A100 are one GPU, used as far as its counters are consumed. Stranded GPUs
+MIG partitions of one A100 are one GPU, used as far as its counters are consumed. A GPU every
+device of which is under a NoSchedule / NoExecute taint (the slice's or a DeviceTaintRule's)
+is not free but tainted: out of reach of a pod without a toleration. Stranded GPUs
 are `draplan.audit.stranded`'s measure (the simulator's too) against the shapes of the pods in
 the state: typical shapes (of running and pending pods, the most common until they cover 95 %
 of them) and every pending shape. A node's stranded GPUs cost its price (`cluster.nodepools`:
@@ -27,6 +29,8 @@ from draplan.audit.stranded import (
     NodeStranded,
     RequestShape,
     accelerator_classes,
+    out_of_reach,
+    tainted,
     typical,
 )
 from draplan.audit.tally import CLUSTER, Metrics, Scope, Stranded, Tally, merged, pool_label
@@ -46,6 +50,8 @@ class _Collector:
         self.state = state
         memo.refresh(state)
         self.memo = memo
+        # Device taints keep devices from pods without a toleration (KEP-5055).
+        self.taints = "DRADeviceTaints" in state.features
         self.classes_of = memo.classes_of
         self.accelerators = memo.accelerators
         self.node_pool: dict[str, str] = {}  # node: its pool's name
@@ -194,20 +200,24 @@ class _Collector:
         shared after all (a claim's share of it: `pool_part` measures how much)."""
         in_use, shared_use = self.state.in_use, self.state.shared_use
         gpus = is_accelerator(pool.id[0])
-        alike: dict[int, tuple[list[str], list[int]]] = {}  # classes: [devices, in use]
+        taints = self.taints
+        # classes: [devices, in use, tainted and free]
+        alike: dict[int, tuple[list[str], list[int]]] = {}
         for view in pool.devices:
             of = self.classes_of(view)
             got = alike.get(id(of))
             if got is None:
-                got = alike[id(of)] = (of, [0, 0])
+                got = alike[id(of)] = (of, [0, 0, 0])
             got[1][0] += 1
             if in_use(view.id):
                 got[1][1] += 1
             elif shared_use(view.id) is not None:
                 return None
+            elif taints and tainted(view):
+                got[1][2] += 1
         mine = Tally()
         classes: dict[str, Tally] = {}
-        for of, (n, taken) in alike.values():
+        for of, (n, taken, out) in alike.values():
             for t in (mine, *(classes.setdefault(c, Tally()) for c in of)):
                 t.devices += n
                 t.allocated += taken
@@ -216,6 +226,7 @@ class _Collector:
                     t.gpus += n
                     t.gpus_in_use += taken
                     t.gpus_allocated += taken
+                    t.gpus_tainted += out
         intern = self.memo.intern
         whole = intern(mine)
         return PoolPart(
@@ -233,17 +244,18 @@ class _Collector:
         state = self.state
         share, held = usage(state, acc)
         taken = [allocated(state, v) for v in acc.partitions]
-        here.add_gpu(share, held, len(acc.partitions), sum(taken))
+        out = out_of_reach(acc, self.taints)
+        here.add_gpu(share, held, len(acc.partitions), sum(taken), out)
         if len(acc.devices) == 1:
             for c in self.classes_of(acc.devices[0]):
                 gpu_classes.add(c)
-                classes[c].add_gpu(share, held, 0, 0)
+                classes[c].add_gpu(share, held, 0, 0, out)
             return
         partitions = dict(zip(acc.partitions, taken, strict=True))
         for c in sorted({c for v in acc.devices for c in self.classes_of(v)}):
             gpu_classes.add(c)
             mine = [partitions[v] for v in acc.partitions if c in self.classes_of(v)]
-            classes[c].add_gpu(share, held, len(mine), sum(mine))
+            classes[c].add_gpu(share, held, len(mine), sum(mine), out)
 
     # --- stranded GPUs ---------------------------------------------------------------------
 
@@ -251,7 +263,7 @@ class _Collector:
         state, memo = self.state, self.memo
         classes = {c: state.device_classes[c] for c in accelerator_classes}
         shapes = typical(*memo.shapes(state, classes))
-        meter = memo.meter(classes, shapes)
+        meter = memo.meter(classes, shapes, self.taints)
         asked = frozenset(s.device_class for s in meter.shapes)
         kept, memo.stranded_parts = memo.stranded_parts, {}
         for name, node in nodes:

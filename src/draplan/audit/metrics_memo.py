@@ -102,7 +102,7 @@ class MetricsMemo:
         self.device_classes: dict[DeviceView, list[str]] = {}
         self._by_signature: dict[Hashable, list[str]] = {}
         self.grouped: dict[Pool, tuple[Accelerator, ...]] = {}  # a pool's accelerators
-        self._meter_key: tuple[object, object] = (None, None)
+        self._meter_key: tuple[object, object, object] = (None, None, None)
         self._meter: StrandedMeter | None = None
         self._shape_classes: Collection[str] = ()
         self._shapes: dict[ObjectKey, tuple[Pod, tuple[object, ...] | None, RequestShape | None]]
@@ -136,7 +136,7 @@ class MetricsMemo:
         self._read = read_set(s.expression for sels in self.classes.values() for s in sels)
         self.device_classes = {}
         self._by_signature = {}
-        self._meter_key, self._meter = (None, None), None
+        self._meter_key, self._meter = (None, None, None), None
         self.pool_parts, self.stranded_parts = {}, {}
 
     def classes_of(self, view: DeviceView) -> list[str]:
@@ -165,11 +165,14 @@ class MetricsMemo:
         return got
 
     def meter(
-        self, classes: dict[str, DeviceClass], shapes: list[tuple[RequestShape, float]]
+        self,
+        classes: dict[str, DeviceClass],
+        shapes: list[tuple[RequestShape, float]],
+        taints: bool = True,
     ) -> StrandedMeter:
-        key = (tuple(sorted(classes)), tuple(shapes))
+        key = (tuple(sorted(classes)), tuple(shapes), taints)
         if self._meter is None or key != self._meter_key:
-            meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators)
+            meter = StrandedMeter(classes, shapes, self.classes_of, self.accelerators, taints)
             if self._meter is not None and key[0] == self._meter_key[0]:
                 meter.keep_from(self._meter)  # a pod came or went: the shapes' weights changed
             self._meter_key, self._meter = key, meter

@@ -22,10 +22,13 @@ Two departures from the paper, so that stranded means "free, yet no typical pod 
   a fragment for them).
 
 Free capacity is in GPUs: an accelerator's free fraction is 1 - `accelerators.used`, so the free
-partitions of a GPU count once, as the part of that GPU they leave. Shapes are FGD's (devices,
-CPU, memory): node selectors, taints and matchAttribute constraints are not part of them; a pod
-whose accelerator requests are not one shape (several classes or selector sets, firstAvailable,
-allocationMode All) is left out.
+partitions of a GPU count once, as the part of that GPU they leave. A device under a NoSchedule
+or NoExecute taint (its slice's or a DeviceTaintRule's, KEP-5055) is out of reach of a pod
+without a toleration: it takes no unit, and an accelerator all of whose devices are tainted is
+not free (metrics counts it apart, `out_of_reach`), as if the node lacked it. Shapes are FGD's
+(devices, CPU, memory): node selectors, node taints and matchAttribute constraints are not part
+of them; a pod whose accelerator requests are not one shape (several classes or selector sets,
+firstAvailable, allocationMode All) is left out.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from types import MappingProxyType
 from typing import NamedTuple, TypeVar
 
 from draplan.allocator.capacity import consumption
+from draplan.allocator.taints import taint_blocks
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
@@ -135,6 +139,18 @@ def accelerator_classes(
     return out
 
 
+def tainted(view: DeviceView) -> bool:
+    """Whether a NoSchedule / NoExecute taint keeps the device from a request that tolerates
+    nothing (the allocator's own check, with no toleration)."""
+    return bool(view.device.taints) and taint_blocks(view, ())
+
+
+def out_of_reach(acc: Accelerator, taints: bool) -> bool:
+    """Whether every device of the accelerator is tainted (with `taints`: the cluster's
+    DRADeviceTaints gate): no pod without a toleration can get any of it."""
+    return taints and all(tainted(v) for v in acc.devices)
+
+
 Measured = tuple[tuple[Accelerator, float], ...]
 Units = tuple[tuple[int, ...], ...]
 # What a node's measure reads: relevant shapes, those lacking CPU or memory, free fractions, units.
@@ -201,7 +217,10 @@ class StrandedMeter:
         weighted: Sequence[tuple[RequestShape, float]],
         classes_of: Callable[[DeviceView], Collection[str]] | None = None,
         grouped: Callable[[Pool], tuple[Accelerator, ...]] | None = None,
+        taints: bool = True,
     ) -> None:
+        """`taints`: device taints keep devices from the shapes (the DRADeviceTaints gate)."""
+        self.taints = taints
         kept = [(s, w) for s, w in weighted if w and s.device_class in classes]
         self.shapes = [s for s, _ in kept]
         self.weights = [w for _, w in kept]
@@ -245,6 +264,8 @@ class StrandedMeter:
         demand, and which shapes an empty node could host."""
         if older.demands != self.demands or older._most != self._most:
             return
+        if older.taints != self.taints:
+            return
         self._accelerator_memo = older._accelerator_memo
         self._class_memo = older._class_memo
         self._classes_alike = older._classes_alike
@@ -278,7 +299,7 @@ class StrandedMeter:
         """The node's accelerators with their free fractions, and what its measure reads
         (None when there is nothing to strand)."""
         accs = node_accelerators(state, node, self._grouped)
-        frees = tuple(1.0 - used(state, a) for a in accs)
+        frees = tuple(0.0 if out_of_reach(a, self.taints) else 1.0 - used(state, a) for a in accs)
         measured = tuple(zip(accs, frees, strict=True))
         if not self.shapes or sum(frees) <= 0:
             return measured, None
@@ -401,7 +422,7 @@ class StrandedMeter:
                 return self._none if state.in_use(view.id) else self._empty(acc)
             totals = dict(acc.counters)
             return tuple(
-                int(c is not None and _available(state, acc, view, c, totals, {}))
+                int(c is not None and _available(state, acc, view, c, totals, {}, self.taints))
                 for c in self._serving(view)
             )
         totals = dict(acc.counters)
@@ -413,7 +434,9 @@ class StrandedMeter:
             units = 0
             for view in devices:
                 consumed = self._serving(view)[k]
-                if consumed is None or not _available(state, acc, view, consumed, totals, extra):
+                if consumed is None or not _available(
+                    state, acc, view, consumed, totals, extra, self.taints
+                ):
                     continue
                 units += 1
                 if units == most:
@@ -435,10 +458,12 @@ def _available(
     consumed: dict[str, int],
     totals: dict[CounterKey, int],
     extra: dict[CounterKey, int],
+    taints: bool,
 ) -> bool:
     """Can a unit consuming `consumed` take the device, with `extra` counters already taken by
-    other units (the allocator's checks; `state` None: nothing allocated)?"""
-    if state is not None and state.in_use(view.id):
+    other units (the allocator's checks, tolerating no taint when `taints`; `state` None:
+    nothing allocated)?"""
+    if (state is not None and state.in_use(view.id)) or (taints and tainted(view)):
         return False
     shared = state.shared_use(view.id) if state is not None and view.multi else None
     for name, amount in consumed.items():
@@ -481,6 +506,7 @@ def signature(view: DeviceView, read: frozenset[Read] | None) -> Hashable | None
         view.id[0],
         view.multi,
         view.consumes,
+        tainted(view),
         # What a request consumes: amounts (exact nanos) and policies.
         tuple(view.capacity.items()),
         tuple([c.request_policy for c in device.capacity.values()]) if device.capacity else (),

@@ -32,6 +32,9 @@ class Tally:
     gpus: int = 0
     gpus_in_use: int = 0  # held whole or in part
     gpus_allocated: float = 0.0  # in GPUs: a GPU with half its counters consumed adds 0.5
+    # The unallocated part of GPUs every device of which is under a NoSchedule / NoExecute
+    # taint: out of reach of a pod without a toleration, so not free.
+    gpus_tainted: float = 0.0
     partitions: int = 0
     partitions_allocated: int = 0
     stranded_gpus: float = 0.0
@@ -51,10 +54,14 @@ class Tally:
             entry[0] += consumed
             entry[1] += total
 
-    def add_gpu(self, used: float, in_use: bool, partitions: int, taken: int) -> None:
+    def add_gpu(
+        self, used: float, in_use: bool, partitions: int, taken: int, tainted: bool = False
+    ) -> None:
         self.gpus += 1
         self.gpus_in_use += in_use
         self.gpus_allocated += used
+        if tainted:
+            self.gpus_tainted += 1.0 - used
         self.partitions += partitions
         self.partitions_allocated += taken
 
@@ -69,6 +76,7 @@ class Tally:
             self.gpus,
             self.gpus_in_use,
             self.gpus_allocated,
+            self.gpus_tainted,
             self.partitions,
             self.partitions_allocated,
             self.stranded_gpus,
@@ -86,6 +94,7 @@ class Tally:
         self.gpus += other.gpus
         self.gpus_in_use += other.gpus_in_use
         self.gpus_allocated += other.gpus_allocated
+        self.gpus_tainted += other.gpus_tainted
         self.partitions += other.partitions
         self.partitions_allocated += other.partitions_allocated
         self.add_stranded(other.stranded_gpus, other.stranded_cost)
@@ -105,7 +114,7 @@ class Tally:
             self.price = (self.price or 0.0) + price
 
     def to_dict(self) -> dict[str, Any]:
-        free = self.gpus - self.gpus_allocated
+        free = self.gpus - self.gpus_allocated - self.gpus_tainted
         return {
             "gpus": self.gpus,
             "gpusInUse": self.gpus_in_use,
@@ -114,6 +123,7 @@ class Tally:
             "partitions": self.partitions,
             "partitionsAllocated": self.partitions_allocated,
             "freeGpus": round(free, 3),
+            "taintedGpus": round(self.gpus_tainted, 3),
             "strandedGpus": round(self.stranded_gpus, 3),
             "strandedPercent": _percent(self.stranded_gpus, free),
             "strandedCostPerHour": _money(self.stranded_cost),

@@ -26,6 +26,7 @@ HEADERS = [
     "PARTITIONS",
     "SHARED %",
     "FREE GPUS",
+    "TAINTED GPUS",
     "STRANDED GPUS",
     "STRANDED $/H",
 ]
@@ -50,6 +51,7 @@ def _row(name: str, doc: dict[str, Any]) -> list[Any]:
         f"{partitions} ({doc['partitionsAllocated']} used)" if partitions else "-",
         _pct(max(shared)) if shared else "-",
         f"{doc['freeGpus']:g}",
+        f"{doc['taintedGpus']:g}",
         stranded,
         "-" if cost is None else f"{cost:.2f}",
     ]

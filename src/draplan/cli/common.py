@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from draplan.api.core_v1 import Pod
+from draplan.api.errors import quote
 from draplan.api.features import DEFAULT_VERSION, VERSIONS, FeatureGates, feature_gates
 from draplan.api.meta import KubeStruct
 from draplan.cli.output import OutputFormat, remember_format, remember_no_headers
@@ -249,7 +250,22 @@ def load_state(
 ) -> ClusterState:
     """The cluster snapshot described by the input files and/or the live cluster; `select`
     False keeps the pending pods `-l` does not select (a command filtering by `shown_pods`)."""
-    features = input_settings().features()  # a bad flag is reported before any reading
+    settings = input_settings()
+    features = settings.features()  # a bad flag is reported before any reading
     objects = load_input(filenames, live=live, select=select)
     with gc_paused():  # the indexes of a 100 MB dump are a bulk load too
-        return ClusterState.from_objects(objects, features)
+        state = ClusterState.from_objects(objects, features)
+    if state.taint_rules and "DRADeviceTaintRules" not in features:
+        from draplan.sources.files import stderr_notice
+
+        first, more = min(state.taint_rules), len(state.taint_rules) - 1
+        why = (
+            "--feature-gates"
+            if "DRADeviceTaintRules" in settings.feature_gates
+            else f"Kubernetes {settings.kubernetes_version}'s default"
+        )
+        stderr_notice(
+            f"DeviceTaintRule {quote(first)}{f' and {more} more' if more else ''} ignored: "
+            f"the DRADeviceTaintRules feature gate is off ({why})"
+        )
+    return state

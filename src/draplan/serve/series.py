@@ -19,8 +19,9 @@ from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.gangs import find_gangs
 
-# The attribute naming a device's model, by the names drivers publish (NVIDIA: productName).
-MODEL_ATTRIBUTES = ("productName", "model")
+# The attributes naming a device's model, the first found wins, in any domain: NVIDIA's
+# productName, a model (Intel Gaudi), a TPU's tpuType, else a type.
+MODEL_ATTRIBUTES = ("productName", "model", "tpuType", "type")
 
 Labels = tuple[str, ...]
 
@@ -36,11 +37,14 @@ class Family:
 
 
 def model_of(view: DeviceView) -> str:
-    """The device's model attribute (any domain), or ""."""
+    """The device's model: its first model-like attribute with a string value (any domain,
+    in name order within one), or ""."""
+    found: dict[str, str] = {}
     for key, attr in sorted(view.device.attributes.items()):
-        if key.rpartition("/")[2] in MODEL_ATTRIBUTES and attr.string:
-            return attr.string
-    return ""
+        name = key.rpartition("/")[2]
+        if name in MODEL_ATTRIBUTES and attr.string:
+            found.setdefault(name, attr.string)
+    return next((found[n] for n in MODEL_ATTRIBUTES if n in found), "")
 
 
 def _family(name: str, help: str, labels: Labels, values: Mapping[Labels, float]) -> Family:
@@ -136,6 +140,7 @@ def _stranded(
 ) -> list[Family]:
     gpus: Counter[Labels] = Counter()
     free: Counter[Labels] = Counter()
+    tainted: Counter[Labels] = Counter()
     stranded: Counter[Labels] = Counter()
     for name, tally in doc["nodes"].items():
         if not tally["gpus"]:
@@ -143,6 +148,7 @@ def _stranded(
         key = (node_model.get(name, ""), node_pools.get(name, ""))
         gpus[key] += tally["gpus"]
         free[key] += tally["freeGpus"]
+        tainted[key] += tally["taintedGpus"]
         stranded[key] += tally["strandedGpus"]
     labels = ("model", "node_pool")
     cost: dict[Labels, float] = {
@@ -157,7 +163,19 @@ def _stranded(
     }
     return [
         _family("draplan_gpus", "Physical GPUs.", labels, gpus),
-        _family("draplan_gpus_free", "Physical GPUs not allocated (in GPUs).", labels, free),
+        _family(
+            "draplan_gpus_free",
+            "Physical GPUs not allocated and not tainted (in GPUs).",
+            labels,
+            free,
+        ),
+        _family(
+            "draplan_gpus_tainted",
+            "Physical GPUs not allocated whose every device a NoSchedule or NoExecute taint "
+            "keeps from pods without a toleration (in GPUs).",
+            labels,
+            tainted,
+        ),
         _family(
             "draplan_gpus_stranded",
             "Free GPUs no typical pod shape can use (the FGD measure, in physical GPUs).",

@@ -120,6 +120,22 @@ def exhausted() -> list[dict[str, Any]]:
     return objs
 
 
+def device_tainted() -> list[dict[str, Any]]:
+    """One node with 8 free GPUs, gpu-3 under a NoExecute DeviceTaintRule; a CPU-only node."""
+    rule = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "gpu-3-xid-errors"},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "pool": "node-0", "device": "gpu-3"},
+            "taint": {"key": "gpu.example.com/xid", "value": "79", "effect": "NoExecute"},
+        },
+    }
+    objs: list[dict[str, Any]] = [device_class(), *eight_gpu_pod(), rule, node("cpu-0")]
+    objs += [node("node-0"), gpu_slice("node-0", [0] * 8)]
+    return objs
+
+
 # --- builders for the other categories ---------------------------------------------------------
 
 

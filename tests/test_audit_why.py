@@ -448,6 +448,25 @@ def test_rank_schedulable_before_node_constraints() -> None:
     assert audit(objs)["p"].category == "Schedulable"
 
 
+def test_device_taints_on_the_only_fitting_devices() -> None:
+    d = one(sc.device_tainted(), "trainer", "DeviceTaints")
+    assert [t["deviceTaintRule"] for t in d.evidence["deviceTaints"]] == ["gpu-3-xid-errors"]
+    assert list(d.evidence["nearestMiss"]) == ["node-0"]
+    assert d.fix == {
+        "action": "add a device toleration",
+        "deviceTolerations": [
+            {"key": "gpu.example.com/xid", "operator": "Exists", "effect": "NoExecute"}
+        ],
+        "verified": True,
+    }
+
+
+def test_rank_scale_up_before_device_taints() -> None:
+    """A pool adds a node whose devices carry no taint: that is what happens to the pod."""
+    objs = [*sc.device_tainted(), sc.node_pool("gpu8", "20", sc.gpus(8))]
+    assert audit(objs)["trainer"].category == "WaitingForScaleUp"
+
+
 def test_rank_scale_up_before_node_constraints() -> None:
     """A pool adds a node for it while an existing node with room is excluded by a taint:
     the autoscaler's scale-up is what happens to it (as `scale` says)."""
@@ -563,6 +582,7 @@ ALL: list[tuple[Callable[[], Objs], Profile | None]] = [
     (scenario_gang, None),
     (scenario_pcie, None),
     (sc.gated, None),
+    (sc.device_tainted, None),
 ]
 
 

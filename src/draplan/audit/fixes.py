@@ -19,7 +19,7 @@ from draplan.api.codec import to_builtins
 from draplan.api.core_v1 import Pod, PodResourceClaimStatus, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
-from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION
+from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, DeviceClaim, DeviceToleration
 from draplan.autoscaler.moves import release
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -30,14 +30,16 @@ from draplan.scheduler.claims import ClaimNotFound, pod_claim_entries
 @dataclass(frozen=True)
 class Fix:
     """What to change, and how the message says it. Pod changes (tolerations, dropped claim
-    constraints), node changes (uncordon, `add` new nodes like an
-    existing one or of a NodePool) and moves (running pods to other nodes, freeing `node`)."""
+    constraints, device tolerations on every request of its claims), node changes (uncordon,
+    `add` new nodes like an existing one or of a NodePool) and moves (running pods to other
+    nodes, freeing `node`)."""
 
     text: str
     action: str
     tolerations: tuple[Toleration, ...] = ()
     uncordon: tuple[str, ...] = ()
     drop_constraints: tuple[str, ...] = ()  # attributes whose claim constraints go
+    device_tolerations: tuple[DeviceToleration, ...] = ()
     add: int = 0
     like: str = ""  # new nodes are empty copies of this node
     pool: str = ""  # ... or nodes of this NodePool
@@ -56,6 +58,8 @@ class Fix:
             out["uncordon"] = list(self.uncordon)
         if self.drop_constraints:
             out["dropConstraints"] = list(self.drop_constraints)
+        if self.device_tolerations:
+            out["deviceTolerations"] = [to_builtins(t) for t in self.device_tolerations]
         if self.pool:
             out["pool"] = self.pool
         if self.add:
@@ -77,12 +81,41 @@ def changed_pod(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
     if fix.tolerations:
         spec = msgspec.structs.replace(spec, tolerations=(*spec.tolerations, *fix.tolerations))
     pod = msgspec.structs.replace(pod, spec=spec)
-    if fix.drop_constraints:
-        pod = _without_constraints(state, pod, set(fix.drop_constraints))
+    if fix.drop_constraints or fix.device_tolerations:
+        pod = _with_changed_claims(state, pod, fix)
     return pod
 
 
-def _without_constraints(state: ClusterState, pod: Pod, attributes: set[str]) -> Pod:
+def _changed_devices(devices: DeviceClaim, fix: Fix) -> DeviceClaim:
+    """A claim's devices without the fix's dropped constraints, each request (and
+    subrequest) with its device tolerations added."""
+    kept = tuple(
+        c
+        for c in devices.constraints
+        if (c.match_attribute or c.distinct_attribute) not in fix.drop_constraints
+    )
+    more = fix.device_tolerations
+    requests = devices.requests
+    if more:
+        requests = tuple(
+            msgspec.structs.replace(
+                r,
+                exactly=(
+                    msgspec.structs.replace(r.exactly, tolerations=(*r.exactly.tolerations, *more))
+                    if r.exactly is not None
+                    else None
+                ),
+                first_available=tuple(
+                    msgspec.structs.replace(sub, tolerations=(*sub.tolerations, *more))
+                    for sub in r.first_available
+                ),
+            )
+            for r in requests
+        )
+    return msgspec.structs.replace(devices, constraints=kept, requests=requests)
+
+
+def _with_changed_claims(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
     try:
         entries = pod_claim_entries(state, pod)
     except ClaimNotFound:
@@ -91,17 +124,10 @@ def _without_constraints(state: ClusterState, pod: Pod, attributes: set[str]) ->
     for ref, claim in entries:
         if claim.status.allocation is not None:
             continue
-        devices = claim.spec.devices
-        kept = tuple(
-            c
-            for c in devices.constraints
-            if (c.match_attribute or c.distinct_attribute) not in attributes
-        )
-        if len(kept) == len(devices.constraints):
+        devices = _changed_devices(claim.spec.devices, fix)
+        if devices == claim.spec.devices:
             continue
-        spec = msgspec.structs.replace(
-            claim.spec, devices=msgspec.structs.replace(devices, constraints=kept)
-        )
+        spec = msgspec.structs.replace(claim.spec, devices=devices)
         state.put_claim(msgspec.structs.replace(claim, spec=spec))
         if POD_CLAIM_ANNOTATION in claim.metadata.annotations:
             statuses[ref.name] = claim.metadata.name

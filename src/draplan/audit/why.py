@@ -32,6 +32,7 @@ from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import PODGROUP_CLAIM_ANNOTATION, ResourceClaim
 from draplan.audit.classifiers import CONFIGURATION, PLACEMENT
 from draplan.audit.classifiers.base import Case, Pending, members
+from draplan.audit.classifiers.tainted import DEVICE_TAINTS
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
@@ -58,6 +59,7 @@ CATEGORIES = (
     "Schedulable",
     WAITING,
     "NodeConstraints",
+    DEVICE_TAINTS,
     LIMITED,
     NO_POOL,
     "CapacityExhausted",

@@ -43,6 +43,7 @@ from draplan.audit.classifiers.pools import Pools
 from draplan.audit.classifiers.prefiltered import Prefiltered
 from draplan.audit.classifiers.scaleup import ScaleUp
 from draplan.audit.classifiers.shaped import Shaped
+from draplan.audit.classifiers.tainted import Tainted
 from draplan.audit.classifiers.timeout import TimedOut
 from draplan.audit.classifiers.unclaimed import Unclaimed
 from draplan.audit.classifiers.unmatched import Unmatched
@@ -59,6 +60,7 @@ PLACEMENT: tuple[Classifier, ...] = (
     Placed(),  # Schedulable
     ScaleUp(),  # WaitingForScaleUp: the autoscaler adds nodes for it
     Excluded(),  # NodeConstraints: taints or cordons keep it off nodes with room
+    Tainted(),  # DeviceTaints: only tainted devices would fit it
     Impossible(),  # TopologyMismatch: no node or pool shape meets a claim constraint
     Unreachable(),  # NodeConstraints: only excluded nodes or pools could ever hold it
     Pools(),  # PoolLimitReached, NoPoolCanFit

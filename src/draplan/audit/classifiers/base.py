@@ -14,6 +14,7 @@ from draplan.audit.classifiers.text import lacks, moves_text, nearness
 from draplan.audit.diagnosis import Diagnosis, Proposals
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import Gates
+from draplan.audit.placer import Placer
 from draplan.audit.pools import PoolAdvisor
 from draplan.audit.reach import Reach, Reacher
 from draplan.audit.supply import DeviceMatcher, NodeSupply
@@ -30,6 +31,7 @@ class Audit(Protocol):
     state, for configuration classifiers) and the tools that read it."""
 
     state: ClusterState
+    scheduler: Placer  # places pods in what-if forks (the pass's, with its evaluations)
     gangs: dict[ObjectKey, Gang]
     gates: Gates
     matcher: DeviceMatcher
@@ -126,9 +128,14 @@ class Case(Pending):
 
     @cached_property
     def evidence(self) -> dict[str, Any]:
-        """The view's evidence and the nearest misses: what every capacity verdict shows."""
+        """The view's evidence and the nearest misses: what every capacity verdict shows. A
+        pod that asks for devices misses only on nodes that have some it could use (a
+        CPU-only node is no near miss for a GPU pod)."""
         out = self.view.evidence()
-        out["nearestMiss"] = {s.node: lacks(s) for s in self.supplies[:NEAREST]}
+        near = [
+            s for s in self.supplies if not s.needed or any(s.matching.get(k, 0) for k in s.needed)
+        ]
+        out["nearestMiss"] = {s.node: lacks(s) for s in near[:NEAREST]}
         return out
 
     def diagnosis(

@@ -51,7 +51,8 @@ def gpu_slice(node_name: str, numa_of: list[int]) -> dict[str, Any]:
 
 
 def held(node_name: str, devices: list[int], name: str) -> list[dict[str, Any]]:
-    """A running pod holding `devices` of a node through an allocated claim."""
+    """A running pod of a StatefulSet (Cluster Autoscaler would move it) holding `devices` of
+    a node through an allocated claim."""
     claim = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -84,6 +85,10 @@ def held(node_name: str, devices: list[int], name: str) -> list[dict[str, Any]]:
         },
     }
     p = pod(name, None)
+    p["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "uid": f"uid-sts-{name}"}
+        | {"controller": True}
+    ]
     p["spec"]["nodeName"] = node_name
     p["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimName": f"{name}-claim"}]
     p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]

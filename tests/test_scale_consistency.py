@@ -1,7 +1,9 @@
 """One scale pass is consistent (issue 15, point 5), over 300 seeded small random clusters with
 NodePools: it never adds nodes to a pool or shape it removes nodes of, never removes a node
 the scale-up placed one of its pending pods on, moves evicted pods to existing nodes only, and
-every move it offers instead of a new node works when replayed on the untouched cluster.
+every move it makes or offers instead of a new node (a one-pod move is made, never a node
+bought instead) moves only pods Cluster Autoscaler would move and works when replayed on the
+untouched cluster.
 
 The generator is local to this file (random pools of GPU nodes, some tainted; nodes labelled as
 Karpenter or draplan label them; running pods placed by the scheduler; pending pods asking
@@ -110,6 +112,11 @@ def generate(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], lis
         doc = _pod(rng, f"run-{k}", [1, 1, 2, 4], rng.random() < 0.6)
         if rng.random() < 0.1:
             doc["metadata"]["annotations"] = {SAFE_TO_EVICT: "false"}
+        owner = rng.choice(["ReplicaSet", "StatefulSet", "Job"] * 6 + ["DaemonSet", ""])
+        if owner:
+            doc["metadata"]["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": owner, "name": f"c-{k}", "controller": True}
+            ]
         running.append(doc)
     pending = [_pod(rng, f"want-{k}", [1, 2, 4, 8], rng.random() < 0.5) for k in range(4)]
     return objs, running, pending[: rng.randint(1, 4)]
@@ -138,6 +145,7 @@ class Seen:
     removals: int = 0
     removals_beside_scale_up: int = 0
     moves: int = 0
+    made: int = 0
 
 
 def _check(seed: int, seen: Seen) -> None:
@@ -155,6 +163,11 @@ def _check(seed: int, seen: Seen) -> None:
     seen.removals += bool(removed)
     seen.removals_beside_scale_up += bool(removed and added)
     seen.moves += len(plan.moves)
+    seen.made += sum(m.made for m in plan.moves)
+    for option in plan.moves:
+        assert not option.made or len(option.move) == 1, seed  # only one-pod moves are made
+        for text in option.move:
+            assert _movable(before.pods[_key(text)]), (seed, text)
 
     added_pools = {o.pool.metadata.name for o in plan.scale_up}
     added_shapes = [node_shape(after, after.nodes[n]) for n in sorted(added)]
@@ -171,8 +184,21 @@ def _check(seed: int, seen: Seen) -> None:
     _replay_moves(seed, plan.moves)
 
 
+def _movable(pod: Any) -> bool:
+    """What Cluster Autoscaler moves when it drains a node: a pod with a controller of a
+    replicated kind (not a DaemonSet), not annotated safe-to-evict "false"."""
+    owners = [r.kind for r in pod.metadata.owner_references if r.controller]
+    kinds = {"ReplicaSet", "StatefulSet", "Job", "ReplicationController"}
+    return (
+        bool(owners)
+        and owners[0] in kinds
+        and pod.metadata.annotations.get(SAFE_TO_EVICT) != "false"
+    )
+
+
 def _replay_moves(seed: int, moves: list[Any]) -> None:
-    """Each offered option, made on the untouched cluster one after another, works."""
+    """Each option (made by the plan or offered), made on the untouched cluster one after
+    another, works."""
     state = build(seed)
     scheduler = Scheduler()
     for option in moves:
@@ -198,3 +224,4 @@ def test_a_scale_pass_never_contradicts_itself() -> None:
     # The clusters exercise what is checked: removals, removals in a pass that adds nodes,
     # and moves offered instead of new nodes.
     assert seen.removals >= 10 and seen.removals_beside_scale_up >= 3 and seen.moves >= 3, seen
+    assert seen.made >= 1, seen

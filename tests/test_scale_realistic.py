@@ -1,7 +1,7 @@
 """`draplan scale` on the platform engineer's dump (issue 15, points 5 and 7): a pass never
 adds and removes the same pool or shape, scale-down spares what the pass's pending pods need,
-moves that spare a new node are shown beside the scale-up, and the legacy view's unused nodes
-carry the real mismatch.
+a one-pod move that spares a new node is made instead of buying it (issue 26.8; larger moves
+are shown beside the scale-up), and the legacy view's unused nodes carry the real mismatch.
 
 Variants are the dump minus some objects (`_objects(drop=...)`) or plus
 `realistic/l4-serving.yaml`."""
@@ -96,18 +96,19 @@ def test_dump_l4_node_unusable_by_the_pending_l4_pod_is_not_needed_and_says_why(
     assert "gpu-l4-a" in {t for m in doc["moves"] for t in m["move"].values()}
 
 
-def test_light_h100_node_is_not_removed_while_an_h100_node_is_added() -> None:
+def test_light_h100_node_is_not_removed_and_a_one_pod_move_spares_the_h100_node() -> None:
     """gpu-h100-b at 1/8 GPUs: before, the pass bought an h100 node for train-8-0 and removed
-    gpu-h100-b (embed-0 moved to gpu-h100-a). Now gpu-h100-b stays, and the cheaper choice is
-    offered: move embed-0 to an L4 node and train-8-0 fits on gpu-h100-b."""
+    gpu-h100-b (embed-0 moved to gpu-h100-a). Then gpu-h100-b stayed and moving embed-0 to an
+    L4 node was offered beside the h100 node; now that one-pod move is made and no node is
+    bought (issue 26.8)."""
     _, doc = _plan(drop=H100_B_LIGHT)
-    assert _added_pools(doc) == {"h100"}
+    assert _added_pools(doc) == set()
     assert "gpu-h100-b" not in {r["node"] for r in doc["scaleDown"]}
     [move] = doc["moves"]
-    assert move["place"] == {"research/train-8-0": "gpu-h100-b"}
+    assert move["made"] and move["place"] == {"research/train-8-0": "gpu-h100-b"}
     assert move["move"] == {"serving/embed-0": "gpu-l4-a"}
     assert move["pool"] == "h100" and move["savingPerHour"] == 98.32
-    assert move["insteadOf"] in doc["scaleUp"][0]["nodes"]
+    assert "research/train-8-0" in doc["fitExisting"]
 
 
 def test_l4_jobs_add_l4_nodes_and_no_l4_node_is_removed() -> None:
@@ -126,14 +127,17 @@ def test_l4_jobs_add_l4_nodes_and_no_l4_node_is_removed() -> None:
 # --- point 5b: moves beside the scale-up ------------------------------------------------------
 
 
-def test_dump_offers_moving_embed_off_h100_b_for_finetune_numa() -> None:
+def test_dump_moves_embed_off_h100_b_for_finetune_numa_instead_of_a_node() -> None:
     _, doc = _plan()
     [move] = doc["moves"]
-    assert move["place"] == {"research/finetune-numa-0": "gpu-h100-b"}
+    assert move["made"] and move["place"] == {"research/finetune-numa-0": "gpu-h100-b"}
     assert move["move"] == {"serving/embed-0": "gpu-l4-a"}
     assert move["pool"] == "h100" and move["savingPerHour"] == 98.32
-    nodes = {n for u in doc["scaleUp"] for n in u["nodes"]}
-    assert move["insteadOf"] in nodes
+    # The node the move spares is not bought: one h100 node, for train-8-0.
+    [h100] = doc["scaleUp"]
+    assert h100["pool"] == "h100" and h100["pods"] == ["research/train-8-0"]
+    assert move["insteadOf"] not in h100["nodes"]
+    assert "research/finetune-numa-0" in doc["fitExisting"]
 
 
 def test_offered_move_works_on_the_untouched_dump_and_is_needed() -> None:
@@ -184,7 +188,8 @@ def _scale(run_cli: Any, *args: str) -> Any:
 
 def test_moves_in_table_and_wide_output(run_cli: Any) -> None:
     table = _scale(run_cli).out
-    assert "or move running pods instead of adding 1 of these nodes (saves $98.32/h" in table
+    assert table.startswith("DRA-aware plan: +1 nodes, $98.32/h")
+    assert "moves made instead of adding 1 node(s) (saves $98.32/h" in table
     [row] = [line for line in table.splitlines() if "serving/embed-0 to gpu-l4-a" in line]
     assert row.split()[:2] == ["h100", "98.32"] and "research/finetune-numa-0 on gpu-h100-b" in row
     wide = _scale(run_cli, "-o", "wide").out
@@ -194,15 +199,15 @@ def test_moves_in_table_and_wide_output(run_cli: Any) -> None:
 
 def test_moves_in_json_and_yaml_output(run_cli: Any) -> None:
     doc = _scale(run_cli, "-o", "json").json()
-    assert [m["move"] for m in doc["moves"]] == [{"serving/embed-0": "gpu-l4-a"}]
+    assert [(m["move"], m["made"]) for m in doc["moves"]] == [
+        ({"serving/embed-0": "gpu-l4-a"}, True)
+    ]
     docs = list(yaml.safe_load_all(_scale(run_cli, "--target", "draplan", "-o", "yaml").out))
     [pool] = [d for d in docs if d["kind"] == "NodePool"]
     notes = pool["metadata"]["annotations"]
-    assert notes["draplan.io/target-size-increase"] == "2"
-    assert notes["draplan.io/moves-instead"] == (
-        "move serving/embed-0 to gpu-l4-a so research/finetune-numa-0 fits on gpu-h100-b: "
-        "one h100 node fewer ($98.32/h)"
-    )
+    # The node the move spares is not in the target size; a move made is not an option.
+    assert notes["draplan.io/target-size-increase"] == "1"
+    assert "draplan.io/moves-instead" not in notes
 
 
 @pytest.mark.parametrize("output", ["table", "wide", "json", "yaml"])

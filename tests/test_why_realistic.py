@@ -307,18 +307,24 @@ def test_without_node_pools_why_and_scale_derive_the_same_pools(
     run_cli: Any, tmp_path: Path
 ) -> None:
     """A dump with no NodePool whose nodes carry Karpenter's labels: `why` waits for the nodes
-    `scale` plans, from the same derived pools."""
+    `scale` plans, from the same derived pools, and gives the one-pod move `scale` makes
+    instead of a node as the fix, with the node's price as the saving."""
     path = write(tmp_path, dump())
     plan = json.loads(run_cli("scale", "-f", path, "-o", "json").out)
     added = {u["pool"]: u["add"] for u in plan["scaleUp"]}
     out = run_cli("why", "-f", path, "-o", "json")
     assert out.code == 0, out.err
-    waiting = {
-        p["pod"]: p for p in json.loads(out.out)["pods"] if p["category"] == "WaitingForScaleUp"
-    }
-    assert "research/finetune-numa-0" in waiting, sorted(waiting)
+    verdicts = {p["pod"]: p for p in json.loads(out.out)["pods"]}
+    waiting = {k: p for k, p in verdicts.items() if p["category"] == "WaitingForScaleUp"}
+    assert "research/train-8-0" in waiting, sorted(waiting)
     for pod, verdict in waiting.items():
         assert verdict["fix"]["pool"] in added, (pod, verdict["fix"], added)
+    [made] = [m for m in plan["moves"] if m["made"]]
+    [(pod, node)] = made["place"].items()
+    fix = verdicts[pod]["fix"]
+    assert verdicts[pod]["category"] == "Fragmentation" and fix["verified"]
+    assert (fix["node"], fix["move"]) == (node, made["move"])
+    assert fix["savingPerHour"] == made["savingPerHour"]
 
 
 def test_no_pool_names_what_a_toleration_would_not_fix() -> None:

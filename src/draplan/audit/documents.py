@@ -38,9 +38,10 @@ def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> di
 
 def scale_up_document(state: ClusterState, autoscaler: Autoscaler) -> dict[str, Any]:
     """The plan document's `scaleUp` alone: the nodes the plan adds, without the reasons, the
-    moves and the scale-down that `plan_document` adds to it. `state` is left as it was."""
+    moves offered and the scale-down that `plan_document` adds to it (a node a one-pod move
+    spares is not added, as there). `state` is left as it was."""
     with state.forked():
-        plan = autoscaler.plan(state, explain=False, scale_down=False)
+        plan = autoscaler.plan(state, explain=False, scale_down=False, moves=True)
         return {"scaleUp": plan.to_dict()["scaleUp"]}
 
 

@@ -20,9 +20,9 @@ from draplan.api.core_v1 import Pod, PodResourceClaimStatus, Toleration
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, DeviceClaim, DeviceToleration
-from draplan.autoscaler.moves import release
+from draplan.autoscaler.moves import release, unlabel
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
-from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claim_entries
 
@@ -171,7 +171,7 @@ def apply(state: ClusterState, pods: Sequence[Pod], fix: Fix) -> tuple[list[Pod]
         spec = msgspec.structs.replace(node.spec, unschedulable=False)
         state.add_node(msgspec.structs.replace(node, spec=spec))
     added = add_nodes(state, fix)
-    moved = [_key(label) for label, _ in fix.move]
+    moved = [unlabel(label) for label, _ in fix.move]
     if moved:
         if any(k not in state.pods or not state.pods[k].spec.node_name for k in moved):
             return None
@@ -185,11 +185,6 @@ def apply(state: ClusterState, pods: Sequence[Pod], fix: Fix) -> tuple[list[Pod]
         state.pods[key_of(new)] = new
         out.append(new)
     return out, added
-
-
-def _key(label: str) -> ObjectKey:
-    ns, _, name = label.partition("/")
-    return (ns, name)
 
 
 class Verifier:
@@ -212,17 +207,7 @@ class Verifier:
         return None
 
     def check(self, pods: Sequence[Pod], fix: Fix) -> bool:
-        state = self.state
-        state.fork()
-        ok = False
-        try:
-            ok = self._placed(pods, fix)
-        finally:
-            if ok:
-                state.commit()
-            else:
-                state.revert()
-        return ok
+        return self.state.attempt(lambda: self._placed(pods, fix))
 
     def _placed(self, pods: Sequence[Pod], fix: Fix) -> bool:
         state = self.state
@@ -238,7 +223,7 @@ class Verifier:
         if any(node is None for node in placed):
             return False
         for label, target in fix.move:
-            moved = state.pods[_key(label)]
+            moved = state.pods[unlabel(label)]
             if self.scheduler.schedule_pod(state, moved, [target]).node is None:
                 return False
         self.used.update(n for n in placed if n is not None)

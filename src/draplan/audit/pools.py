@@ -13,6 +13,7 @@ from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.audit.reach import allocation_error, relaxed
 from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.moves import unlabel
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
 from draplan.cluster.state import ClusterState, ObjectKey
@@ -64,6 +65,8 @@ class PoolAdvisor:
         self.scheduler = scheduler if profile.ties != "random" else None
         plan = self._plan(dict(state.node_pools))
         self.options = _by_pod(plan)
+        # The price of the node a one-pod move spares, per pod it makes room for.
+        self.spared = {unlabel(pod): m.saving for m in plan.moves if m.made for pod in m.place}
         self.reasons = {key: why for key, _, why in plan.pending}
         self._raised: dict[bool, tuple[dict[ObjectKey, Option], dict[str, int]]] = {}
         self._misses: dict[bytes, Misses] = {}
@@ -76,7 +79,8 @@ class PoolAdvisor:
         try:
             autoscaler = Autoscaler(self.profile, scheduler=self.scheduler)
             with self.state.forked():
-                return autoscaler.plan(self.state, scale_down=False)
+                # With the moves `scale` makes: a node one moved pod spares is not bought.
+                return autoscaler.plan(self.state, scale_down=False, moves=True)
         finally:
             self.state.node_pools.clear()
             self.state.node_pools.update(saved)

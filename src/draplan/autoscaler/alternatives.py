@@ -1,6 +1,8 @@
 """Moves instead of new nodes: where moving a few running pods makes room on existing nodes
 for every pod a new node of the plan was added for, the plan shows those moves and the price
-of the node they save beside the scale-up, so a user can choose.
+of the node they save beside the scale-up, so a user can choose. Where moving one pod is
+enough, the plan makes that move instead of buying the node (`make`), as `why` gives the move
+as the first fix.
 
 The moves are found on the cluster as it was before the scale-up (the plan's new nodes gone,
 the pass's pending pods pending again), one new node after another in plan order. Accepted
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Pod
-from draplan.autoscaler.moves import Mover, label
+from draplan.autoscaler.moves import Mover, label, unlabel
 from draplan.autoscaler.options import Option
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
@@ -36,6 +38,7 @@ class MoveOption:
     saving: float  # the node's price per hour
     place: dict[str, str]  # each pod the node was added for -> the existing node it fits on
     move: dict[str, str]  # each running pod to move -> the node it goes to
+    made: bool = False  # made by the plan instead of buying the node (one pod moved)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -44,7 +47,12 @@ class MoveOption:
             "savingPerHour": round(self.saving, 4),
             "move": self.move,
             "place": self.place,
+            "made": self.made,
         }
+
+    @property
+    def one_pod(self) -> bool:
+        return len(self.move) == 1
 
     def text(self) -> str:
         moves = ", ".join(f"{pod} to {node}" for pod, node in self.move.items())
@@ -88,6 +96,32 @@ def move_options(
                     state.fork()
                     out.append(MoveOption(name, option.pool.metadata.name, option.price, *found))
     return out
+
+
+def make(
+    state: ClusterState,
+    scheduler: Scheduler,
+    option: MoveOption,
+    placed: dict[ObjectKey, str],
+    originals: dict[ObjectKey, Pod],
+) -> bool:
+    """Make `option`'s moves in the planned `state` instead of its new node: the node gone
+    with the pods placed on it, the moved pods on their targets, those pods where the option
+    places them; checked by the scheduler step by step (the state unchanged when one fails)."""
+    node = option.instead_of
+    keys = sorted(k for k, n in placed.items() if n == node)
+    if any(p.spec.node_name == node for k, p in state.pods.items() if k not in originals):
+        return False  # a booked ProvisioningRequest's pod counts on the node
+
+    def instead() -> bool:
+        for key in keys:
+            state.remove_pod(key)
+            state.pods[key] = originals[key]
+        state.remove_node(node)
+        places = [(state.pods[unlabel(p)], n) for p, n in option.place.items()]
+        return _apply(state, scheduler, places, option.move)
+
+    return state.attempt(instead)
 
 
 def _before_scale_up(state: ClusterState, added: set[str], originals: dict[ObjectKey, Pod]) -> None:
@@ -150,7 +184,7 @@ def _make_room(
         if moved is None:
             continue
         with state.forked():
-            if _apply(state, scheduler, pod, name, moved):
+            if _apply(state, scheduler, [(pod, name)], moved):
                 state.commit()
                 state.fork()
                 return name, moved
@@ -170,15 +204,19 @@ def _shortfall(status: Status) -> int:
 
 
 def _apply(
-    state: ClusterState, scheduler: Scheduler, pod: Pod, node: str, moved: dict[str, str]
+    state: ClusterState,
+    scheduler: Scheduler,
+    places: list[tuple[Pod, str]],
+    moved: dict[str, str],
 ) -> bool:
-    """Make the moves the Mover found, in its order (the same state gives the same answers)."""
-    keys = [_key(text) for text in moved]
+    """Make the moves the Mover found, in its order (the same state gives the same answers),
+    with each pod of `places` on its node."""
+    keys = [unlabel(text) for text in moved]
     if release_claims(state, set(keys)):
         return False
     for key in keys:
         state.unbind_pod(state.pods[key])
-    if scheduler.schedule_pod(state, pod, [node]).node is None:
+    if any(scheduler.schedule_pod(state, pod, [node]).node is None for pod, node in places):
         return False
     return all(
         scheduler.schedule_pod(state, state.pods[key], [target]).node is not None
@@ -193,8 +231,3 @@ def _still_fit(state: ClusterState, scheduler: Scheduler, keys: set[ObjectKey]) 
     with state.forked():
         placed = {r.key for r in scheduler.run(state, only=keys) if r.node is not None}
     return keys <= placed
-
-
-def _key(text: str) -> ObjectKey:
-    namespace, name = text.split("/", 1)
-    return (namespace, name)

@@ -259,7 +259,7 @@ def draplan_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
         doc = encode(state.node_pools[name])
         annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
         annotations[TARGET_SIZE] = str(n)
-        instead = [m.text() for m in plan.moves if m.pool == name]
+        instead = [m.text() for m in plan.moves if m.pool == name and not m.made]
         if instead:
             annotations[MOVES_INSTEAD] = "; ".join(instead)
         out.append(doc)

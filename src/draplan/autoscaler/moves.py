@@ -3,7 +3,8 @@ a pending pod (defragmentation), and how many members of a gang fit together.
 
 Every simulation runs in a fork that is reverted, so the state is unchanged afterwards; moved
 pods go where the real scheduler puts them, under the scale-down rules (a claim shared with a
-pod that stays cannot move, running gangs are never broken, safe-to-evict is honoured).
+pod that stays cannot move, running gangs are never broken, only pods Cluster Autoscaler would
+move: `movable`).
 
 A moved pod goes to the cheapest nodes that take it: nodes are tried in tiers of what they
 cost per hour (cluster.nodepools.price_per_hour), cheapest first; nodes nothing prices come
@@ -29,11 +30,20 @@ from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
+MIRROR = "kubernetes.io/config.mirror"
+DAEMONSET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"
+REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
 MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
 
 
 def label(key: ObjectKey) -> str:
     return f"{key[0]}/{key[1]}"
+
+
+def unlabel(text: str) -> ObjectKey:
+    """The key a `label` names."""
+    namespace, _, name = text.partition("/")
+    return (namespace, name)
 
 
 def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
@@ -43,6 +53,28 @@ def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
     names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
     found = (state.claims.get((key[0], n)) for n in sorted(names - {""}))
     return [c for c in found if c is not None]
+
+
+def movable(pod: Pod) -> bool:
+    """Whether Cluster Autoscaler would move the pod to another node when it drains the pod's
+    node, by its default drainability rules in their order (cluster-autoscaler
+    simulator/drainability/rules/rules.go, Default): never a mirror pod (rules/mirror) or a
+    DaemonSet pod (rules/daemonset, utils/pod IsDaemonSetPod: evicted, not moved); any pod
+    annotated safe-to-evict "true" (rules/safetoevict); otherwise only a pod whose controller
+    is of a replicated kind (rules/replicated, as --skip-nodes-with-custom-controller-pods
+    defaults), outside kube-system (rules/system; PodDisruptionBudgets are not read), not
+    annotated safe-to-evict "false" (rules/notsafetoevict)."""
+    notes = pod.metadata.annotations
+    controller = next((r.kind for r in pod.metadata.owner_references if r.controller), None)
+    if MIRROR in notes or controller == "DaemonSet" or notes.get(DAEMONSET_POD) == "true":
+        return False
+    if notes.get(SAFE_TO_EVICT) == "true":
+        return True
+    return (
+        controller in REPLICATED_KINDS
+        and pod.metadata.namespace != "kube-system"
+        and notes.get(SAFE_TO_EVICT) != "false"
+    )
 
 
 def release(state: ClusterState, keys: set[ObjectKey]) -> str:
@@ -126,9 +158,7 @@ class Mover:
         out = []
         for key in self.pods_on(node):
             pod = self.state.pods[key]
-            if key in self.gangs or key in self.fixed:
-                continue
-            if pod.metadata.annotations.get(SAFE_TO_EVICT) == "false":
+            if key in self.gangs or key in self.fixed or not movable(pod):
                 continue
             out.append((self._held(key), key))
         return sorted(out)

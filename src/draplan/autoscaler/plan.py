@@ -3,6 +3,7 @@ judged by the real scheduler), scale-down, and why each pod still pends."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,8 +11,9 @@ from typing import Any
 
 from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ProvisioningRequest
 from draplan.api.codec import to_builtins
+from draplan.api.core_v1 import Pod
 from draplan.api.meta import Condition
-from draplan.autoscaler.alternatives import MoveOption, move_options
+from draplan.autoscaler.alternatives import MoveOption, make, move_options
 from draplan.autoscaler.ca import CAOption, ca_options
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import choose
@@ -52,7 +54,8 @@ class Wasted:
 class Plan:
     scale_up: list[Option] = field(default_factory=list)
     scale_down: list[Removal] = field(default_factory=list)
-    moves: list[MoveOption] = field(default_factory=list)  # instead of some new nodes
+    # Instead of some new nodes, in the order found; the one-pod ones `made` by the plan.
+    moves: list[MoveOption] = field(default_factory=list)
     wasted: list[Wasted] = field(default_factory=list)
     provisioning: list[tuple[ProvisioningRequest, list[Condition]]] = field(default_factory=list)
     pending: list[tuple[ObjectKey, FitReason | None, str]] = field(default_factory=list)
@@ -434,6 +437,8 @@ class Autoscaler:
                 used.add(pod.spec.node_name)
         if moves and not self.legacy and plan.scale_up:
             plan.moves = move_options(state, self.scheduler, plan.scale_up, originals)
+            self._make_moves(state, plan, originals)
+            new_nodes = set(state.nodes.keys()) - existing_nodes
         for option in plan.moves:
             used.update(option.place.values())
             used.update(option.move.values())
@@ -447,6 +452,25 @@ class Autoscaler:
             needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
             plan.scale_down = plan_scale_down(state, self.scheduler, needs, self.scale_down_memo)
         return plan
+
+    def _make_moves(self, state: ClusterState, plan: Plan, originals: dict[ObjectKey, Pod]) -> None:
+        """Where moving one running pod spares a new node, move it instead of buying the node
+        (issue 26.8): the node leaves the plan, its pods fit existing nodes."""
+        for i, option in enumerate(plan.moves):
+            if not option.one_pod or not make(
+                state, self.scheduler, option, plan.placed_on_new, originals
+            ):
+                continue
+            plan.moves[i] = dataclasses.replace(option, made=True)
+            node = option.instead_of
+            for key in [k for k, n in plan.placed_on_new.items() if n == node]:
+                del plan.placed_on_new[key]
+                plan.placed_on_existing.add(key)
+            for up in plan.scale_up:
+                up.nodes = [n for n in up.nodes if n.node.metadata.name != node]
+                up.intended.pop(node, None)
+                up.pods = [k for k in up.pods if k not in plan.placed_on_existing]
+            plan.scale_up = [up for up in plan.scale_up if up.nodes]
 
     def _explain(
         self, state: ClusterState, refused: dict[ObjectKey, str], notes: dict[ObjectKey, str]

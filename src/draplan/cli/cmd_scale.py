@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
@@ -126,23 +127,13 @@ def scale(
                 for u in doc["scaleUp"]
             ],
         )
-        if doc["moves"]:
-            saving = round(sum(m["savingPerHour"] for m in doc["moves"]), 4)
-            emit_table(
-                f"or move running pods instead of adding {len(doc['moves'])} of these nodes "
-                f"(saves ${saving}/h; checked by the scheduler)",
-                (["INSTEAD OF"] if wide else []) + ["POOL", "SAVES/H", "MOVE", "THEN"],
-                [
-                    ([m["insteadOf"]] if wide else [])
-                    + [
-                        m["pool"],
-                        m["savingPerHour"],
-                        ", ".join(f"{p} to {n}" for p, n in m["move"].items()) or "-",
-                        ", ".join(f"{p} on {n}" for p, n in m["place"].items()),
-                    ]
-                    for m in doc["moves"]
-                ],
-            )
+        made = [m for m in doc["moves"] if m["made"]]
+        offered = [m for m in doc["moves"] if not m["made"]]
+        if made:
+            _moves_table(f"moves made instead of adding {len(made)} node(s)", made, wide)
+        if offered:
+            title = f"or move running pods instead of adding {len(offered)} of these nodes"
+            _moves_table(title, offered, wide)
         if doc["wasted"]:
             emit_table(
                 "wasted nodes",
@@ -192,6 +183,24 @@ def scale(
                 ["NAMESPACE", "NAME", "REASON"],
                 [(*key_of(p), gate_text(p)) for p in gated],
             )
+
+
+def _moves_table(title: str, moves: list[dict[str, Any]], wide: bool) -> None:
+    saving = round(sum(m["savingPerHour"] for m in moves), 4)
+    emit_table(
+        f"{title} (saves ${saving}/h; checked by the scheduler)",
+        (["INSTEAD OF"] if wide else []) + ["POOL", "SAVES/H", "MOVE", "THEN"],
+        [
+            ([m["insteadOf"]] if wide else [])
+            + [
+                m["pool"],
+                m["savingPerHour"],
+                ", ".join(f"{p} to {n}" for p, n in m["move"].items()) or "-",
+                ", ".join(f"{p} on {n}" for p, n in m["place"].items()),
+            ]
+            for m in moves
+        ],
+    )
 
 
 COMMANDS = [scale]

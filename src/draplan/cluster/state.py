@@ -7,7 +7,7 @@ is linear in what the fork wrote (the contract of Cluster Autoscaler's delta sna
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -387,6 +387,19 @@ class ClusterState:
             self.commit()
         else:
             self.revert()
+
+    def attempt(self, body: Callable[[], bool]) -> bool:
+        """Run `body` in a fork: kept (committed) when it returns True, else reverted."""
+        self.fork()
+        ok = False
+        try:
+            ok = body()
+        finally:
+            if ok:
+                self.commit()
+            else:
+                self.revert()
+        return ok
 
     # --- slices and pools ----------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from draplan.audit.reach import Reach, Reacher
 from draplan.audit.supply import DeviceMatcher, NodeSupply
 from draplan.audit.view import NEAREST, ShapeView
 from draplan.autoscaler.moves import Mover
+from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.claims import ClaimNotFound
@@ -196,19 +197,28 @@ def members(state: ClusterState, gang: Gang) -> list[Pod]:
 def moves(audit: Audit, pod: Pod, supplies: list[NodeSupply]) -> Iterator[Fix]:
     """Moves that free one of the nearest nodes for the pod, planned on the state as the
     fixes of the pods ahead of it leave it. For a pod alone, the simulation that finds
-    them is the check: they stay made. A gang's members are checked together."""
-    alone = key_of(pod) not in audit.gangs
+    them is the check: they stay made. A gang's members are checked together. The saving
+    is the node the move spares: the one the autoscaler's plan would have bought (it makes
+    a one-pod move instead), else one like the node freed, at its price."""
+    key = key_of(pod)
+    alone = key not in audit.gangs
+    spared = audit.pools.spared.get(key) if audit.pools is not None else None
     # Nodes earlier fixes placed pods on (or freed) have changed since `supplies` were
     # counted: the next ones are tried instead.
     used = audit.verifier.used if audit.verifier is not None else set()
     for s in islice((s for s in supplies if s.node not in used), NEAREST):
         deficit = sum(max(0, n - s.devices.get(k, 0)) for k, n in s.needed.items())
         moved = audit.mover.defragment(pod, s.node, deficit, keep=alone)
-        if moved is not None:
-            yield Fix(
-                f"moving {moves_text(moved)} makes room on {s.node}",
-                "move pods to defragment",
-                node=s.node,
-                move=tuple(moved.items()),
-                made=alone,
-            )
+        if moved is None:
+            continue
+        node = audit.state.nodes[s.node]
+        saving = spared if spared is not None else price_per_hour(audit.state, node)
+        saves = f" instead of a new node (saves ${saving:g}/h)" if saving else ""
+        yield Fix(
+            f"moving {moves_text(moved)} makes room on {s.node}{saves}",
+            "move pods to defragment",
+            node=s.node,
+            move=tuple(moved.items()),
+            extra=(("savingPerHour", round(saving, 4)),) if saving is not None else (),
+            made=alone,
+        )

@@ -445,7 +445,7 @@ class Autoscaler:
         if explain:
             # Judged before scale-down: why a pod still pends does not depend on nodes it
             # cannot use going away, and a pool's template may copy a node scale-down removes.
-            plan.pending.extend(self._explain(state, refused, plan.mismatches))
+            plan.pending.extend(self._explain(state, refused, plan.mismatches, new_nodes))
         else:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
@@ -473,36 +473,56 @@ class Autoscaler:
             plan.scale_up = [up for up in plan.scale_up if up.nodes]
 
     def _explain(
-        self, state: ClusterState, refused: dict[ObjectKey, str], notes: dict[ObjectKey, str]
+        self,
+        state: ClusterState,
+        refused: dict[ObjectKey, str],
+        notes: dict[ObjectKey, str],
+        new_nodes: set[str],
     ) -> list[tuple[ObjectKey, FitReason | None, str]]:
         """Each pod that still pends: the scheduler's reason, what the pools can do, and
         `notes` (the legacy view's mismatch)."""
-        out = []
-        gangs = find_gangs(state) if self.scheduler.gangs else {}
-        judged: dict[ObjectKey, PodResult] = {}
-        # Every pod is judged on the same state (each in a fork reverted), so pods of one
-        # shape get one answer.
-        by_shape: dict[tuple[bytes, bool], PodResult] = {}
+        pending = pending_pods(state)
+        judged = self._judged(state, pending, new_nodes)
         planner = self.planner(state)  # for what the pools could do, one for every pod
-        for pod in pending_pods(state):
+        out = []
+        for pod in pending:
             key = key_of(pod)
-            gang = gangs.get(key)
-            if key not in judged and gang is None:
-                shape = self.scheduler.admits(state, pod)
-                if shape not in by_shape:
-                    with state.forked():
-                        by_shape[shape] = self.scheduler.schedule_pod(state, pod)
-                judged[key] = by_shape[shape]
-            elif key not in judged and gang is not None:  # explained with its gang, as judged
-                with state.forked():
-                    only = {k for k in gang.members if k in state.pods}
-                    judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
             result = judged.get(key)
             reason = result.reason if result is not None else None
             why = _pool_reason(state, planner, pod, refused.get(key))
             note = notes.get(key)
             out.append((key, reason, f"{why}; {note}" if why and note else why or note or ""))
         return out
+
+    def _judged(
+        self, state: ClusterState, pending: list[Pod], new_nodes: set[str]
+    ) -> dict[ObjectKey, PodResult]:
+        """The scheduler's answer to each pod on the nodes that exist, as kube-scheduler
+        gives it now ("0/N nodes are available" counts them, not the plan's new nodes)."""
+        gangs = find_gangs(state) if self.scheduler.gangs else {}
+        judged: dict[ObjectKey, PodResult] = {}
+        # Every pod is judged on the same state (each in a fork reverted), so pods of one
+        # shape get one answer.
+        by_shape: dict[tuple[bytes, bool], PodResult] = {}
+        with state.forked():
+            for name in sorted(new_nodes):
+                state.remove_node(name)
+            for pod in pending:
+                key = key_of(pod)
+                gang = gangs.get(key)
+                if key in judged:
+                    continue
+                if gang is None:
+                    shape = self.scheduler.admits(state, pod)
+                    if shape not in by_shape:
+                        with state.forked():
+                            by_shape[shape] = self.scheduler.schedule_pod(state, pod)
+                    judged[key] = by_shape[shape]
+                else:  # explained with its gang, as judged
+                    with state.forked():
+                        only = {k for k in gang.members if k in state.pods}
+                        judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
+        return judged
 
 
 def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None) -> str:

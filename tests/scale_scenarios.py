@@ -36,6 +36,13 @@ def write(tmp_path: Path, objs: list[dict[str, Any]], name: str = "in.yaml") -> 
     return str(path)
 
 
+def cli_json(run_cli: Any, *args: str) -> Any:
+    """A command's `-o json` document (the run_cli fixture's), checked to exit 0."""
+    out = run_cli(*args, "-o", "json")
+    assert out.code == 0, out.err
+    return out.json()
+
+
 def device_class(name: str = DRIVER, expr: str = f"device.driver == '{DRIVER}'") -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",

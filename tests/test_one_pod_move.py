@@ -8,18 +8,17 @@ that node. Otherwise both buy (or wait for) a node. The move is replayed here on
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import gaudi_scenarios as g
 from draplan.api.codec import decode
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import release_claims
+from scale_scenarios import cli_json, write
 
 Objs = list[dict[str, Any]]
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -58,19 +57,6 @@ UNMOVABLE = {
 }
 
 
-def write(tmp_path: Path, objs: Objs) -> str:
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all(objs))
-    return str(path)
-
-
-def run(run_cli: Any, *args: str) -> dict[str, Any]:
-    out = run_cli(*args, "-o", "json")
-    assert out.code == 0, out.err
-    doc: dict[str, Any] = json.loads(out.out)
-    return doc
-
-
 def replay(objs: Objs, move: dict[str, str], node: str) -> None:
     """The move on the untouched input, by the scheduler: `six` does not fit `node` before,
     does after, and the moved pod fits its target."""
@@ -94,7 +80,7 @@ def test_a_one_pod_move_is_the_fix_and_spares_the_node(
 ) -> None:
     objs = cluster(*MOVABLE[kind])
     path = write(tmp_path, [*objs, POOL])
-    (six,) = [d for d in run(run_cli, "why", "-f", path)["pods"] if d["pod"] == "ml/six"]
+    (six,) = [d for d in cli_json(run_cli, "why", "-f", path)["pods"] if d["pod"] == "ml/six"]
     assert six["category"] == "Fragmentation", six
     fix = six["fix"]
     assert fix["verified"] and fix["node"] == "gaudi-0" and fix["savingPerHour"] == 42.0
@@ -103,14 +89,14 @@ def test_a_one_pod_move_is_the_fix_and_spares_the_node(
     assert six["message"].endswith(
         f"moving ml/serve-0 to {target} makes room on gaudi-0 instead of a new node (saves $42/h)."
     )
-    plan = run(run_cli, "scale", "-f", path)
+    plan = cli_json(run_cli, "scale", "-f", path)
     assert plan["scaleUp"] == [] and plan["summary"]["nodesAdded"] == 0
     [made] = plan["moves"]
     assert made["made"] and made["move"] == fix["move"] and made["savingPerHour"] == 42.0
     assert made["place"] == {"ml/six": "gaudi-0"}
     replay(objs, fix["move"], "gaudi-0")
     # Without pools the move is still the fix (the node's own price unknown: no saving).
-    alone = run(run_cli, "why", "-f", write(tmp_path, objs))["pods"]
+    alone = cli_json(run_cli, "why", "-f", write(tmp_path, objs))["pods"]
     (six,) = [d for d in alone if d["pod"] == "ml/six"]
     assert six["fix"]["move"] == fix["move"] and "savingPerHour" not in six["fix"]
 
@@ -120,12 +106,12 @@ def test_a_pod_cluster_autoscaler_would_not_move_stays(
     tmp_path: Path, run_cli: Any, kind: str
 ) -> None:
     path = write(tmp_path, [*cluster(*UNMOVABLE[kind]), POOL])
-    (six,) = [d for d in run(run_cli, "why", "-f", path)["pods"] if d["pod"] == "ml/six"]
+    (six,) = [d for d in cli_json(run_cli, "why", "-f", path)["pods"] if d["pod"] == "ml/six"]
     assert six["category"] == "WaitingForScaleUp" and six["fix"]["pool"] == "gaudi", six
-    plan = run(run_cli, "scale", "-f", path)
+    plan = cli_json(run_cli, "scale", "-f", path)
     assert [(u["pool"], u["add"]) for u in plan["scaleUp"]] == [("gaudi", 1)]
     assert plan["moves"] == []
     # Without pools, no move: a node like gaudi-0 is the fix.
-    alone = run(run_cli, "why", "-f", write(tmp_path, cluster(*UNMOVABLE[kind])))["pods"]
+    alone = cli_json(run_cli, "why", "-f", write(tmp_path, cluster(*UNMOVABLE[kind])))["pods"]
     (six,) = [d for d in alone if d["pod"] == "ml/six"]
     assert six["category"] == "Fragmentation" and "move" not in six["fix"], six

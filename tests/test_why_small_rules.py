@@ -7,18 +7,17 @@ pending pod's "0/N nodes are available" counts the nodes that exist, as kube-sch
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import gaudi_scenarios as g
 from draplan.api.codec import decode
 from draplan.audit.documents import metrics_document
 from draplan.cluster.state import ClusterState
 from draplan.serve.answers import Auditor
+from scale_scenarios import cli_json, write
 
 Objs = list[dict[str, Any]]
 NVIDIA = "gpu.nvidia.com"
@@ -77,19 +76,6 @@ def pending(name: str, driver_class: str, count: int, selector: dict[str, str]) 
     return objs
 
 
-def write(tmp_path: Path, objs: Objs) -> str:
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all(objs))
-    return str(path)
-
-
-def run(run_cli: Any, *args: str) -> dict[str, Any]:
-    out = run_cli(*args, "-o", "json")
-    assert out.code == 0, out.err
-    doc: dict[str, Any] = json.loads(out.out)
-    return doc
-
-
 def test_each_pod_is_told_its_own_share_of_the_nodes(tmp_path: Path, run_cli: Any) -> None:
     """Two 4-GPU pods, a full GB200 node and its Karpenter pool: the plan adds two nodes,
     one for each pod; each pod waits for one ($96.4/h), not for both."""
@@ -111,9 +97,9 @@ def test_each_pod_is_told_its_own_share_of_the_nodes(tmp_path: Path, run_cli: An
     prices = tmp_path / "prices.yaml"
     prices.write_text("gb200: 96.4\n")
     path = write(tmp_path, objs)
-    plan = run(run_cli, "scale", "-f", path, "--prices", str(prices))
+    plan = cli_json(run_cli, "scale", "-f", path, "--prices", str(prices))
     assert [(u["pool"], u["add"]) for u in plan["scaleUp"]] == [("gb200", 2)]
-    pods = run(run_cli, "why", "-f", path, "--prices", str(prices))["pods"]
+    pods = cli_json(run_cli, "why", "-f", path, "--prices", str(prices))["pods"]
     for verdict in pods:
         assert verdict["category"] == "WaitingForScaleUp", verdict
         assert verdict["fix"]["add"] == 1 and verdict["fix"]["costPerHour"] == 96.4
@@ -136,7 +122,7 @@ def test_no_pool_can_fit_cites_the_pool_the_pod_selects(tmp_path: Path, run_cli:
         *node_with("gke-v5e-0", "tpu.google.com", chips, {pool_label: "tpu-v5e"}),
         *pending("big-tpu", "tpu.google.com", 16, {pool_label: "tpu-v5e"}),
     ]
-    (verdict,) = run(run_cli, "why", "-f", write(tmp_path, objs))["pods"]
+    (verdict,) = cli_json(run_cli, "why", "-f", write(tmp_path, objs))["pods"]
     assert verdict["category"] == "NoPoolCanFit", verdict
     assert verdict["message"].startswith("No NodePool's node could ever hold it (pool tpu-v5e: ")
     assert set(verdict["evidence"]["pools"]) == {"aaa-cpu", "tpu-v5e"}
@@ -227,7 +213,7 @@ def test_pending_reasons_count_the_nodes_that_exist(tmp_path: Path, run_cli: Any
     objs += g.running("a", "gaudi-0", list(range(8)), ("StatefulSet", "a"))
     objs += g.running("b", "gaudi-1", list(range(8)), ("StatefulSet", "b"))
     objs += g.pending("eight", 8) + g.pending("sixteen", 16)
-    plan = run(run_cli, "scale", "-f", write(tmp_path, [*objs, pool]))
+    plan = cli_json(run_cli, "scale", "-f", write(tmp_path, [*objs, pool]))
     assert plan["summary"]["nodesAdded"] == 1
     [still] = [p for p in plan["pending"] if p["pod"] == "ml/sixteen"]
     assert still["reason"]["message"].startswith("0/5 nodes are available: ")

@@ -30,10 +30,10 @@ from draplan.scheduler.claims import release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
+MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
 MIRROR = "kubernetes.io/config.mirror"
 DAEMONSET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"
 REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
-MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
 
 
 def label(key: ObjectKey) -> str:

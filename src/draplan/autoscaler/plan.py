@@ -455,7 +455,8 @@ class Autoscaler:
 
     def _make_moves(self, state: ClusterState, plan: Plan, originals: dict[ObjectKey, Pod]) -> None:
         """Where moving one running pod spares a new node, move it instead of buying the node
-        (issue 26.8): the node leaves the plan, its pods fit existing nodes."""
+        (`why` gives the same move as the pod's fix): the node leaves the plan, its pods fit
+        existing nodes."""
         for i, option in enumerate(plan.moves):
             if not option.one_pod or not make(
                 state, self.scheduler, option, plan.placed_on_new, originals

@@ -37,7 +37,7 @@ class Tainted:
             return None
         nodes = list(case.view.supplies)
         taints = {
-            (t.key, t.value, t.effect): t
+            (t.key, t.effect)
             for name in nodes
             for v in _devices(state, name)
             if tainted(v)
@@ -48,8 +48,7 @@ class Tainted:
             return None
         # Exists per key and effect: what tolerates the taint whatever its value.
         tolerations = tuple(
-            DeviceToleration(key=k, operator="Exists", effect=e)
-            for k, e in sorted({(k, e) for k, _, e in taints})
+            DeviceToleration(key=k, operator="Exists", effect=e) for k, e in sorted(taints)
         )
         probe = Fix("", "", device_tolerations=tolerations)
         found = _placed(audit, case.pod, probe, nodes)

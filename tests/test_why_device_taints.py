@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import audit_scenarios as sc
 import gaudi_scenarios as g
 from draplan.api.codec import decode
 from draplan.api.features import feature_gates
@@ -141,3 +142,50 @@ def test_with_the_gate_off_device_taints_are_no_reason() -> None:
     state = ClusterState.from_objects((decode(o) for o in numa_cluster()), features)
     # Without the DRADeviceTaints gate the allocator ignores the taint: it fits now.
     assert {d.pod[1]: d for d in why(state)}["numa4"].category == "Schedulable"
+
+
+def gang_cluster(tainted_cards: int) -> Objs:
+    """A gang of two 1-GPU pods; node-0's GPUs are all held but 2, of which `tainted_cards`
+    are under rules."""
+    objs = [
+        sc.device_class(),
+        *sc.gpu_node("node-0", held_by=sc.holding("node-0", 2)),
+        sc.gpu_template("one", 1),
+        sc.coscheduling_group("duo", 2),
+        *[sc.gang_member(f"duo-{i}", "duo", "one") for i in range(2)],
+    ]
+    for card in range(6, 6 + tainted_cards):
+        objs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": f"gpu-{card}-drain"},
+                "spec": {
+                    "deviceSelector": {
+                        "driver": sc.DRIVER,
+                        "pool": "node-0",
+                        "device": f"gpu-{card}",
+                    },
+                    "taint": {"key": "example.com/drain", "effect": "NoSchedule"},
+                },
+            }
+        )
+    return objs
+
+
+def test_a_gang_is_told_of_device_taints_only_when_tolerating_them_fits_it_whole() -> None:
+    both = verdict(gang_cluster(2), "duo-0")
+    assert both.category == "DeviceTaints", both.to_dict()
+    assert {t["deviceTaintRule"] for t in both.evidence["deviceTaints"]} == {
+        "gpu-6-drain",
+        "gpu-7-drain",
+    }
+    assert both.fix is not None and both.fix["verified"]
+    # One free GPU tainted, one not: tolerating gives the gang 2, so the taint is the reason.
+    one = verdict(gang_cluster(1), "duo-0")
+    assert one.category == "DeviceTaints", one.to_dict()
+    # A gang of three: even tolerating both taints leaves one member without a GPU.
+    objs = gang_cluster(2)
+    objs[3]["spec"]["minMember"] = 3
+    objs.append(sc.gang_member("duo-2", "duo", "one"))
+    assert verdict(objs, "duo-0").category != "DeviceTaints"

@@ -1,8 +1,8 @@
-"""DeviceTaints: the pod fits no node now, but would on a node its node constraints admit if
-its claims tolerated the NoSchedule / NoExecute taints on that node's devices (a
-DeviceTaintRule's or the ResourceSlice's, KEP-5055). The taints are named with their source;
-the fix is a toleration on the claims' requests, checked like every fix, or waiting for the
-rule to go."""
+"""DeviceTaints: the pod (a gang: all its pending members) fits no node now, but would on nodes
+its node constraints admit if its claims tolerated the NoSchedule / NoExecute taints on their
+devices (a DeviceTaintRule's or the ResourceSlice's, KEP-5055). The taints are named with
+their source; the fix is a toleration on the claims' requests, checked like every fix, or
+waiting for the rule to go."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 from draplan.allocator.taints import BLOCKING_EFFECTS
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import DeviceTaint, DeviceToleration
-from draplan.audit.classifiers.base import Audit, Case
+from draplan.audit.classifiers.base import Audit, Case, members
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.fixes import Fix, apply
 from draplan.audit.stranded import tainted
 from draplan.cluster.devices import DeviceView
-from draplan.cluster.state import ClusterState
+from draplan.cluster.state import ClusterState, key_of
 
 DEVICE_TAINTS = "DeviceTaints"
 
@@ -30,7 +30,7 @@ class Tainted:
     def classify(self, audit: Audit, case: Case) -> Diagnosis | None:
         state = audit.state
         if (
-            case.view.fits
+            (case.view.fits and case.gang is None)
             or "DRADeviceTaints" not in state.features
             or all(c.status.allocation is not None for c in case.claims)
         ):
@@ -51,11 +51,13 @@ class Tainted:
             DeviceToleration(key=k, operator="Exists", effect=e) for k, e in sorted(taints)
         )
         probe = Fix("", "", device_tolerations=tolerations)
-        found = _placed(audit, case.pod, probe, nodes)
+        # A gang's pending members must all fit so: the taints are then its reason.
+        pods = members(state, case.gang) if case.gang is not None else [case.pod]
+        found = _placed(audit, pods, probe, nodes)
         if found is None:
             return None
         node, devices = found
-        named = [_source(state, node, v) for v in devices if tainted(v)]
+        named = [_source(state, where, v) for where, v in devices if tainted(v)]
         # Only the taints of the devices it got there need tolerating.
         needed = {(t["key"], t["effect"]) for t in named}
         tolerations = tuple(t for t in tolerations if (t.key, t.effect) in needed)
@@ -88,25 +90,34 @@ def _devices(state: ClusterState, node: str) -> Iterator[DeviceView]:
 
 
 def _placed(
-    audit: Audit, pod: Pod, fix: Fix, nodes: list[str]
-) -> tuple[str, list[DeviceView]] | None:
-    """Where the pod, changed by `fix`, would be placed among `nodes` now, and the devices it
-    would get (the state is left as it was)."""
+    audit: Audit, pods: list[Pod], fix: Fix, nodes: list[str]
+) -> tuple[str, list[tuple[str, DeviceView]]] | None:
+    """Where the pods, changed by `fix`, would all be placed among `nodes` now (the first
+    one's node), and the devices they would get with their nodes (the state is left as it
+    was)."""
     state = audit.state
     with state.forked():
-        applied = apply(state, [pod], fix)
+        applied = apply(state, pods, fix)
         if applied is None:
             return None
-        result = audit.scheduler.schedule_pod(state, applied[0][0], nodes)
-        if result.node is None:
+        changed = applied[0]
+        if len(changed) == 1:
+            results = [audit.scheduler.schedule_pod(state, changed[0], nodes)]
+        else:
+            results = audit.scheduler.run(state, only={key_of(p) for p in changed})
+        if not results or any(r.node is None for r in results):
             return None
         devices = [
-            state.device((r.driver, r.pool, r.device))
+            (result.node, state.device((r.driver, r.pool, r.device)))
+            for result in results
+            if result.node is not None
             for c in result.claims
             if c.status.allocation is not None
             for r in c.status.allocation.devices.results
         ]
-        return result.node, [v for v in devices if v is not None]
+        node = results[0].node
+        assert node is not None
+        return node, [(n, v) for n, v in devices if v is not None]
 
 
 def _source(state: ClusterState, node: str, view: DeviceView) -> dict[str, Any]:

@@ -169,3 +169,11 @@ def test_scheduled_output_reloads_with_the_chips_held(run_cli: Any, tmp_path: Pa
     metrics = run_cli("metrics", "-f", str(merged), "-o", "json").json()
     in_use = sorted(p["gpusInUse"] for name, p in metrics["resourcePools"].items() if "v5e" in name)
     assert in_use == [4, 8]
+
+
+def test_why_counts_the_devices_such_pods_ask_for(run_cli: Any, tmp_path: Path) -> None:
+    # `google.com/tpu: 4` served by the DRA driver is 4 devices; `allocationMode: All` is as
+    # many as a host has that its class selects (8), not 1.
+    out = run_cli("why", "-f", _cluster(tmp_path), "-o", "wide").out.splitlines()
+    devices = {line.split()[1]: line.split()[2] for line in out if line.startswith("tpu ")}
+    assert devices == {"probe": "4", "whole": "8"}

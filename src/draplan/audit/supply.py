@@ -177,6 +177,7 @@ class DeviceMatcher:
             memo.errors.clear()
         self._memo = memo.answers
         self._errors = memo.errors
+        self._counts: dict[tuple[object, ...], int] = {}
 
     @property
     def views(self) -> list[DeviceView]:
@@ -204,6 +205,23 @@ class DeviceMatcher:
         found = f"class {' / '.join(names)} with its selectors matches no device"
         error = self._errors.get(_alternatives(req))
         return f"{found}; they cannot be evaluated ({error})" if error else found
+
+    def most_on_one_pool(self, req: DeviceRequest) -> int:
+        """The most devices one resource pool (a node's, or a NodePool template's) has that
+        the request's class and selectors select: what `allocationMode: All` takes there."""
+        key = ("all", *_alternatives(req))
+        found = self._counts.get(key)
+        if found is None:
+            per_pool: dict[object, int] = {}
+            for class_name, exprs in _alternatives(req):
+                dc = self.state.device_classes.get(class_name)
+                if dc is None:
+                    continue
+                for view in self.views:
+                    if _selects(dc, exprs, view) is True:
+                        per_pool[view.pool_id] = per_pool.get(view.pool_id, 0) + 1
+            found = self._counts[key] = max(per_pool.values(), default=0)
+        return found
 
     def matches(self, req: DeviceRequest) -> bool:
         key = _alternatives(req)

@@ -25,7 +25,7 @@ with the same content before. Only what changed since is looked at again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from draplan.api.core_v1 import Pod
@@ -42,10 +42,11 @@ from draplan.audit.reach import Reacher
 from draplan.audit.supply import DeviceMatcher
 from draplan.audit.view import Looker, ShapeView
 from draplan.autoscaler.moves import Mover, label
-from draplan.cluster.podresources import is_terminal
+from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
+from draplan.scheduler.extended import class_mapping
 from draplan.scheduler.gangs import find_gangs
 from draplan.scheduler.queue import priority_table, sort_key
 
@@ -72,13 +73,21 @@ CATEGORIES = (
 Shared = tuple[str, bytes, tuple[str, ...] | None]
 
 
-def _requested_devices(claims: list[ResourceClaim]) -> int:
+def _requested_devices(
+    pod: Pod, claims: list[ResourceClaim], matcher: DeviceMatcher, served: Collection[str]
+) -> int:
+    """The devices the pod asks for: each request's count (`allocationMode: All`: as many as
+    one pool has that it selects), and the extended resources a DeviceClass serves
+    (KEP-5004: kube-scheduler allocates them as devices of a claim of their own)."""
     n = 0
     for claim in claims:
         for req in claim.spec.devices.requests:
             spec = req.exactly or (req.first_available[0] if req.first_available else None)
-            n += (spec.count or 1) if spec is not None else 0
-    return n
+            if spec is None:
+                continue
+            n += matcher.most_on_one_pool(req) if spec.allocation_mode == "All" else spec.count or 1
+    requests = pod_requests(pod)
+    return n + sum(requests.get(name, 0) // 1000 for name in served)
 
 
 class Auditor:
@@ -95,6 +104,10 @@ class Auditor:
         self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
         self.matcher = DeviceMatcher(state, self.scheduler.matches)
+        # Extended resources a DeviceClass serves (KEP-5004), counted as devices.
+        self.served = (
+            set(class_mapping(state)) if "DRAExtendedResource" in state.features else set()
+        )
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
         self.reacher = Reacher(state, self.profile, self.scheduler.reaches)
@@ -162,7 +175,12 @@ class Auditor:
         except ClaimNotFound as err:
             claims, missing = [], err
         pending = Pending(
-            key, pod, claims, _requested_devices(claims), self.gangs.get(key), missing
+            key,
+            pod,
+            claims,
+            _requested_devices(pod, claims, self.matcher, self.served),
+            self.gangs.get(key),
+            missing,
         )
         for classifier in CONFIGURATION:
             found = classifier.classify(self, pending)

@@ -63,7 +63,8 @@ class PoolAdvisor:
         self.profile = profile
         self.pending = pending
         self.scheduler = scheduler if profile.ties != "random" else None
-        plan = self._plan(dict(state.node_pools))
+        # With the moves `scale` makes: a node one moved pod spares is not bought.
+        plan = self._plan(dict(state.node_pools), moves=True)
         self.options = _by_pod(plan)
         # The price of the node a one-pod move spares, per pod it makes room for.
         self.spared = {unlabel(pod): m.saving for m in plan.moves if m.made for pod in m.place}
@@ -72,15 +73,14 @@ class PoolAdvisor:
         self._misses: dict[bytes, Misses] = {}
         self._sizes: dict[str, int] = {}
 
-    def _plan(self, pools: dict[str, NodePool]) -> Plan:
+    def _plan(self, pools: dict[str, NodePool], moves: bool = False) -> Plan:
         saved = dict(self.state.node_pools)
         self.state.node_pools.clear()
         self.state.node_pools.update(pools)
         try:
             autoscaler = Autoscaler(self.profile, scheduler=self.scheduler)
             with self.state.forked():
-                # With the moves `scale` makes: a node one moved pod spares is not bought.
-                return autoscaler.plan(self.state, scale_down=False, moves=True)
+                return autoscaler.plan(self.state, scale_down=False, moves=moves)
         finally:
             self.state.node_pools.clear()
             self.state.node_pools.update(saved)
@@ -93,6 +93,7 @@ class PoolAdvisor:
             pools = {
                 name: _raised(p, self.pending, domains) for name, p in self.state.node_pools.items()
             }
+            # Without moves: this plan only sizes a limit (moves would cost more than it).
             plan = self._plan(pools)
             added: dict[str, int] = {}
             for option in plan.scale_up:

@@ -11,6 +11,9 @@ RSS (`os.wait4`), against the issues' targets (<= 2 GiB each, `why` <= 1 GiB):
 - schedule-unschedulable: a dump with 3,000 pending, ~55 % of them
   of a shape no node hosts now (4 GPUs on one PCIe root, 8 GPUs)      <= 20 s
 - why-unschedulable: `why` on that dump's 3,000 pending               <= 16 s (issue 29)
+- schedule-deployments: the main dump with its pods Deployments'
+  (ReplicaSets and Services in the dump): PodTopologySpread's
+  default constraints on every pod                                   <= 10 s
 
 Pending counts scale with `--nodes` (a tenth, three tenths of the nodes); the targets are for
 the full size. On a shared machine wall time is noisy: CPU seconds are given beside it, and
@@ -42,12 +45,16 @@ RUNS = (
     ("schedule", "main", ("schedule",), 10.0, 2 * GIB),
     ("schedule-unschedulable", "unschedulable", ("schedule",), 20.0, 2 * GIB),
     ("why-unschedulable", "unschedulable", ("why",), 16.0, GIB),
+    # The main dump's pods as Deployments': PodTopologySpread's default constraints everywhere.
+    ("schedule-deployments", "deployments", ("schedule",), 10.0, 2 * GIB),
 )
 NEVER = 0.55
 
 
-def write_dump(path: Path, nodes: int, pending: int, never: float) -> None:
-    objs = production_cluster(nodes, 5 * nodes, pending, never)
+def write_dump(
+    path: Path, nodes: int, pending: int, never: float, deployments: bool = False
+) -> None:
+    objs = production_cluster(nodes, 5 * nodes, pending, never, deployments=deployments)
     with open(path, "w") as fh:
         json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, fh, separators=(",", ":"))
 
@@ -92,21 +99,31 @@ def main() -> int:
         where = Path(args.keep or tmp)
         where.mkdir(parents=True, exist_ok=True)
         dumps = {
-            "main": (where / f"scale-{args.nodes}.json", args.nodes // 10, 0.0),
+            "main": (where / f"scale-{args.nodes}.json", args.nodes // 10, 0.0, False),
             "unschedulable": (
                 where / f"scale-{args.nodes}-unsched.json",
                 3 * args.nodes // 10,
                 NEVER,
+                False,
+            ),
+            "deployments": (
+                where / f"scale-{args.nodes}-deployments.json",
+                args.nodes // 10,
+                0.0,
+                True,
             ),
         }
-        for path, pending, never in dumps.values():
-            if not path.exists():
-                write_dump(path, args.nodes, pending, never)
+        for name, (path, pending, never, deployments) in dumps.items():
+            wanted = not args.only or any(run[1] == name for run in RUNS if run[0] in args.only)
+            if wanted and not path.exists():
+                write_dump(path, args.nodes, pending, never, deployments)
         results: dict[str, Any] = {
             "loadAverage": os.getloadavg()[0],
             "nodes": args.nodes,
             "pods": 5 * args.nodes,
-            "dumpMB": round(dumps["main"][0].stat().st_size / 1e6, 1),
+            "dumpMB": round(dumps["main"][0].stat().st_size / 1e6, 1)
+            if dumps["main"][0].exists()
+            else None,
         }
         subprocess.run(
             [sys.executable, "-c", MAIN, "--help"], env=ENV, check=True, capture_output=True

@@ -439,14 +439,23 @@ def _place(free: list[bool], count: int) -> list[int] | None:
 
 
 def production_cluster(
-    nodes: int = 10_000, pods: int = 50_000, pending: int = 1_000, never: float = 0.0, seed: int = 1
+    nodes: int = 10_000,
+    pods: int = 50_000,
+    pending: int = 1_000,
+    never: float = 0.0,
+    seed: int = 1,
+    deployments: bool = False,
 ) -> list[dict[str, Any]]:
     """A GPU cluster as kubectl dumps it: `nodes` p5.48xlarge nodes (8 H100, two per PCIe root,
     four per NUMA node, tainted nvidia.com/gpu) each with its driver's ResourceSlice, three
     DaemonSet pods per node, running GPU pods (1, 2 on one PCIe root or 4 on one NUMA node; every
     node runs at least one) with their allocated claims, and `pending` GPU pods from
     ResourceClaimTemplates, a share `never` of which have a shape no node can host now (4 GPUs
-    under one PCIe root, 8 GPUs). `pods` counts every pod. Deterministic for a seed."""
+    under one PCIe root, 8 GPUs). `pods` counts every pod. Deterministic for a seed.
+
+    With `deployments`, the running pods' ReplicaSets are in the dump with a Service each, and
+    the pending pods are Deployments' (ReplicaSet-owned) instead of Jobs': every pod then gets
+    PodTopologySpread's default constraints (hostname and zone)."""
     rng = random.Random(seed)
     ids = _Ids(rng)
     selector = f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'"
@@ -532,14 +541,15 @@ def production_cluster(
     for i in range(pending):
         shape = _NEVER[i % len(_NEVER)] if rng.random() < never else rng.choice(_FITS)
         serial += 1
-        owner = f"job-{_shape_name(*shape)}-{i // 50:04d}"
+        kind = "ReplicaSet" if deployments else "Job"
+        owner = f"{'serve' if deployments else 'job'}-{_shape_name(*shape)}-{i // 50:04d}"
         requests = {"cpu": str(12 * shape[0]), "memory": f"{128 * shape[0]}Gi"}
         objs.append(
             _pod(
                 f"{owner}-{suffix(serial)}",
                 "research",
                 ids,
-                ("Job", owner),
+                (kind, owner),
                 requests,
                 None,
                 None,
@@ -547,7 +557,46 @@ def production_cluster(
                 serial,
             )
         )
+    if deployments:
+        objs += _selecting(objs, ids)
     return objs
+
+
+def _selecting(objs: list[dict[str, Any]], ids: _Ids) -> list[dict[str, Any]]:
+    """A ReplicaSet selecting each ReplicaSet-owned pod set, and a Service per app."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for pod in objs:
+        meta = pod["metadata"]
+        if pod["kind"] != "Pod" or meta["ownerReferences"][0]["kind"] != "ReplicaSet":
+            continue
+        owner = meta["ownerReferences"][0]["name"]
+        if owner in seen:
+            continue
+        seen.add(owner)
+        head = {
+            "namespace": meta["namespace"],
+            "uid": ids.uid(),
+            "resourceVersion": ids.rv(),
+            "creationTimestamp": _TIME,
+        }
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": owner, **head},
+                "spec": {"selector": {"matchLabels": dict(meta["labels"])}},
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": owner, **head},
+                "spec": {"selector": {"app": meta["labels"]["app"]}, "ports": [{"port": 80}]},
+            }
+        )
+    return out
 
 
 def main() -> None:

@@ -63,7 +63,9 @@ INCOMING = [
 ]
 
 op = st.tuples(
-    st.sampled_from(("bind", "unbind", "finish", "delete", "relabel", "fork", "revert", "commit")),
+    st.sampled_from(
+        ("bind", "unbind", "finish", "delete", "relabel", "repod", "fork", "revert", "commit")
+    ),
     st.integers(0, 11),
     st.integers(0, 5),
 )
@@ -126,6 +128,13 @@ def test_index_and_counts_through_any_sequence(ops: list[tuple[str, int, int]]) 
                 state.put_pod(PODS[i])  # type: ignore[arg-type]
             else:
                 state.delete_pod(key)
+        elif action == "repod" and current is not None:
+            # The same pod with other labels (a watch's update), where it is.
+            doc = _pod(i)
+            doc["metadata"]["labels"] = {"app": APPS[(i + n) % 3], "rev": "2"}
+            if current.spec.node_name:
+                doc["spec"]["nodeName"] = current.spec.node_name
+            state.put_pod(decode(doc))  # type: ignore[arg-type]
         elif action == "relabel" and name in state.nodes:
             old = state.nodes[name]
             labels = {**old.metadata.labels, ZONE: ZONES[(i + n) % 3]}

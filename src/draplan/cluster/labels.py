@@ -48,6 +48,10 @@ class Selector:
             return self
         return Selector(_canonical((*self.requirements, *requirements)))
 
+    def required(self) -> dict[str, frozenset[str]]:
+        """The values each `In` requirement allows: a label a matching set must have."""
+        return {key: values for key, op, values in self.requirements if op == "In"}
+
     def describe(self) -> str:
         """kubectl's selector syntax (`app=web,tier in (a,b)`), for messages."""
         if self.nothing:

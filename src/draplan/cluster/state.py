@@ -50,6 +50,7 @@ from draplan.cluster.devices import (
 )
 from draplan.cluster.layered import LayeredDict, VersionedDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
+from draplan.cluster.podlabels import PodLabels
 from draplan.cluster.podresources import Resources, is_terminal, nonzero_requests, pod_requests
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
@@ -261,6 +262,8 @@ class ClusterState:
         # and those with pod affinity or anti-affinity terms by node (NodeInfo.PodsWithAffinity).
         self.node_pods: LayeredDict[str, tuple[ObjectKey, ...]] = LayeredDict()
         self.affinity_pods: LayeredDict[ObjectKey, str] = LayeredDict()
+        # Every pod ever held, filed by namespace and label (a superset, across forks).
+        self.pod_labels = PodLabels()
         # A version per node, unique over the whole run (so a revert restores an old version
         # that still names the old state), and a log of nodes whose version changed: schedulers
         # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
@@ -318,6 +321,7 @@ class ClusterState:
                 state.nodes[key[1]] = obj
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
+                state.pod_labels.add(key, obj)
                 if obj.spec.node_name and not is_terminal(obj):
                     state._hold(obj, obj.spec.node_name, +1)
             elif isinstance(obj, ResourceClaim):
@@ -668,8 +672,13 @@ class ClusterState:
     def put_pod(self, pod: Pod) -> None:
         """Add or replace a pod as the API server holds it (a watch event): its node share
         moves with its binding; its claims are untouched (they are objects of their own)."""
-        self.delete_pod(key_of(pod))
-        self.pods[key_of(pod)] = pod
+        key = key_of(pod)
+        self.delete_pod(key)
+        self.pods[key] = pod
+        labels = self.pod_labels
+        if labels.crowded and self.pods.depth == 1:
+            labels.rebuild(self.pods.items())
+        labels.add(key, pod)
         if pod.spec.node_name and not is_terminal(pod):
             self._hold(pod, pod.spec.node_name, +1)
 

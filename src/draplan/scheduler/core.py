@@ -24,6 +24,7 @@ from draplan.scheduler.framework import (
     PostFilterResult,
     Status,
     encode_shape,
+    is_cluster,
 )
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
@@ -54,7 +55,11 @@ class PodResult:
 
 
 def _shape(
-    pod: Pod, requests: dict[str, int], nonzero: dict[str, int], claims: list[ResourceClaim]
+    pod: Pod,
+    requests: dict[str, int],
+    nonzero: dict[str, int],
+    claims: list[ResourceClaim],
+    extra: list[object],
 ) -> bytes:
     claim_shapes: list[object] = []
     for claim in claims:
@@ -64,7 +69,7 @@ def _shape(
             # Claims generated from one template are interchangeable; named claims are not.
             generated = POD_CLAIM_ANNOTATION in claim.metadata.annotations
             claim_shapes.append(("pending", None if generated else key_of(claim), claim.spec))
-    return encode_shape(pod, requests, nonzero, claim_shapes)
+    return encode_shape(pod, requests, nonzero, claim_shapes, extra)
 
 
 class Scheduler:
@@ -79,6 +84,12 @@ class Scheduler:
         self.evaluator = Evaluator(self.profile, explain=explain)
         # gangs=False places gang members one by one, as schedulers without gang support do.
         self.gangs = gangs
+        # The plugins that read more of a pod than its shape (framework: `pod_shape`), the
+        # node-local ones first.
+        plugins = {id(p): p for p in (*self.profile.filters, *(p for p, _ in self.profile.scores))}
+        shapers = [p for p in plugins.values() if callable(getattr(p, "pod_shape", None))]
+        self._shapers = sorted(shapers, key=is_cluster)
+        self._local_shapers = sum(1 for p in shapers if not is_cluster(p))
 
     # --- one pod -------------------------------------------------------------------------
 
@@ -94,8 +105,14 @@ class Scheduler:
         status = self.profile.dra.pre_filter(state, cycle, bare)
         dra = cycle.data.get(DYNAMIC_RESOURCES)
         claims = dra.claims if isinstance(dra, DraState) else []
-        shape = _shape(pod, requests, bare.nonzero, claims)
-        info = PodInfo(pod, key_of(pod), requests, shape, features)
+        extra = [p.pod_shape(state, pod) for p in self._shapers]
+        shape = _shape(pod, requests, bare.nonzero, claims, extra)
+        local = extra[: self._local_shapers]
+        # The node-local plugins' answers are shared by pods that differ only for the others.
+        local_shape = (
+            shape if local == extra else _shape(pod, requests, bare.nonzero, claims, local)
+        )
+        info = PodInfo(pod, key_of(pod), requests, shape, features, local_shape)
         status = status.with_plugin(DYNAMIC_RESOURCES)
         if status.code == Code.SKIP:
             cycle.skip_filter.add(DYNAMIC_RESOURCES)

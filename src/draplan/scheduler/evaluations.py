@@ -83,7 +83,11 @@ NODE_OBJECT_FILTERS = frozenset(
 )
 # Filters under which a node that only gets fuller (same Node object, more requested, more
 # device usage) never starts to fit a pod it did not fit.
-MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {names.NODE_RESOURCES_FIT, names.DYNAMIC_RESOURCES}
+MONOTONE_FILTERS = NODE_OBJECT_FILTERS | {
+    names.NODE_RESOURCES_FIT,
+    names.DYNAMIC_RESOURCES,
+    names.NODE_PORTS,  # more pods on a node hold more host ports
+}
 MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
 PAST = 3  # answers (per shape) and signatures kept per node for versions a revert brings back
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
@@ -244,15 +248,17 @@ def _final(status: Status) -> bool:
 def evaluation_key(pod: PodInfo, claims: Sequence[ResourceClaim]) -> bytes:
     """`pod.shape`, except that unallocated claims that no pod reserves count by their spec
     alone (the scheduler's shape keeps named claims apart; their evaluation need not)."""
+    local = pod.local_shape or pod.shape
     if not any(_anonymous_named(c) for c in claims):
-        return pod.shape
+        return local
     claim_shapes = [
         ("allocated", key_of(c), c.status.allocation.node_selector)
         if c.status.allocation is not None
         else ("pending", None if not c.status.reserved_for else key_of(c), c.spec)
         for c in claims
     ]
-    return b"m" + encode_shape(pod.pod, pod.requests, pod.nonzero, claim_shapes)
+    # With the node-local shape after it: what plugins add to it (pod_shape) stays apart.
+    return b"m" + encode_shape(pod.pod, pod.requests, pod.nonzero, claim_shapes) + local
 
 
 def _anonymous_named(claim: ResourceClaim) -> bool:
@@ -286,11 +292,14 @@ def _shared_use(use: SharedUse | None) -> tuple[int, tuple[tuple[str, int], ...]
 
 
 class Usage(NamedTuple):
-    """What is taken from a node: its pods' requests and, per pool, each device's ledger
-    entry (exclusive holders; shares and consumed capacity) and the counters used."""
+    """What is taken from a node: its pods (their requests, and which they are: a pod that
+    left frees its host ports even if another of the same requests took its place) and, per
+    pool, each device's ledger entry (exclusive holders; shares and consumed capacity) and the
+    counters used."""
 
     node: Node
     requested: dict[str, int]
+    pods: frozenset[ObjectKey]
     pools: tuple[
         tuple[
             int, tuple[tuple[int, tuple[int, tuple[tuple[str, int], ...]]], ...], tuple[int, ...]
@@ -303,6 +312,8 @@ def fuller(now: Usage, before: Usage) -> bool:
     """Whether the node is the same Node object and nothing it gave out has come back since
     `before`: then a pod that did not fit still does not (the filters are monotone)."""
     if now.node is not before.node or len(now.pools) != len(before.pools):
+        return False
+    if not now.pods >= before.pods:
         return False
     requested = now.requested
     for key, amount in before.requested.items():
@@ -446,7 +457,12 @@ class Evaluator:
             raw.append((template, ledger, counters))
             canonical = tuple(tuple(sorted(ledger[i] for i in group)) for group in groups)
             parts.append((template, canonical, counters))
-        usage = Usage(node, dict(state.requested(name)), tuple(raw))
+        usage = Usage(
+            node,
+            dict(state.requested(name)),
+            frozenset(state.node_pods.get(name) or ()),
+            tuple(raw),
+        )
         return usage, tuple(parts)
 
     def _node_state(
@@ -724,7 +740,7 @@ class Evaluator:
         if ev is None:
             ev = self.shapes[key] = ShapeEvaluations()
             ev.shared = shareable(pod.pod, claims)
-            ev.merged = key != pod.shape
+            ev.merged = key != (pod.local_shape or pod.shape)
             if ev.shared:
                 self._note_reads(claims)
                 specs = msgspec.msgpack.encode([c.spec for c in claims], enc_hook=str)

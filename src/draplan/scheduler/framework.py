@@ -34,11 +34,12 @@ attribute `cluster = True`. For a cluster plugin the evaluator:
 
 A node-local plugin may normalize too (its raw score is cached, the normalization is done over
 the scored nodes each cycle). A cluster plugin that reads more of the pod than its shape
-(`encode_shape`: requests, selectors, affinity, tolerations, claims) adds it by defining
-`pod_shape(pod) -> object`: pods that differ there then never share answers (the autoscaler
-groups pods by shape). A failure that a cluster filter took part in is not monotone (placing
-other pods may undo it): `PodResult.monotone` is False then, and callers that skip pods of a
-shape found to fit nowhere must not skip those.
+(`encode_shape`: requests, selectors, affinity, tolerations, claims), or a node-local one that
+reads more of it, adds it by defining `pod_shape(state, pod) -> object`: pods that differ there
+then never share answers (the autoscaler groups pods by shape, `why` judges a shape once). A
+failure that a cluster filter took part in is not monotone (placing other pods may undo it):
+`PodResult.monotone` is False then, and callers that skip pods of a shape found to fit nowhere
+must not skip those.
 """
 
 from __future__ import annotations
@@ -114,10 +115,14 @@ class CycleState:
 
 
 def encode_shape(
-    pod: Pod, requests: Resources, nonzero: Resources, claim_shapes: list[Any]
+    pod: Pod,
+    requests: Resources,
+    nonzero: Resources,
+    claim_shapes: list[Any],
+    extra: Sequence[object] = (),
 ) -> bytes:
-    """What the node-local filters and scores read of a pod, as bytes: equal bytes, same
-    answers."""
+    """What the node-local filters and scores read of a pod, as bytes, with what plugins add
+    by `pod_shape` (`extra`): equal bytes, same answers."""
     spec = pod.spec
     return msgspec.msgpack.encode(
         (
@@ -128,6 +133,7 @@ def encode_shape(
             spec.affinity,
             spec.tolerations,
             claim_shapes,
+            extra,
         ),
         enc_hook=str,
     )
@@ -142,6 +148,9 @@ class PodInfo:
     requests: Resources
     shape: bytes  # equal for pods the scheduler cannot tell apart (same template)
     features: FeatureGates = DEFAULT_FEATURES  # the modelled cluster's
+    # What the node-local plugins read of the pod (the shape without what only cluster
+    # plugins add): their answers, cached per node, are shared by pods equal here.
+    local_shape: bytes = b""
 
     @property
     def label(self) -> str:

@@ -14,26 +14,45 @@ from draplan.cluster.fragmentation import Workload
 from draplan.scheduler.framework import is_cluster
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
+from draplan.scheduler.plugins.interpodaffinity import AffinityArgs, InterPodAffinity
 from draplan.scheduler.plugins.nodeaffinity import NodeAffinity
 from draplan.scheduler.plugins.nodename import NodeName
+from draplan.scheduler.plugins.nodeports import NodePorts
 from draplan.scheduler.plugins.noderesources import LeastAllocated, MostAllocated, NodeResourcesFit
 from draplan.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draplan.scheduler.plugins.placement import POLICIES, DeviceResource, policy
+from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
 from draplan.scheduler.plugins.tainttoleration import TaintTolerationPlugin
 from draplan.scheduler.plugins.topologylocality import TopologyLocality
 
-# Cheap filters first; DynamicResources (the allocator) last, as upstream orders them.
+# In upstream's order (default_plugins.go): cheap filters first, DynamicResources (the
+# allocator) last.
 FILTERS = (
     names.NODE_UNSCHEDULABLE,
     names.NODE_NAME,
     names.TAINT_TOLERATION,
     names.NODE_AFFINITY,
+    names.NODE_PORTS,
     names.NODE_RESOURCES_FIT,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
     names.DYNAMIC_RESOURCES,
 )
-# Accelerators are expensive: bin-pack nodes and keep device groups whole by default.
-DEFAULT_SCORES = ((names.TOPOLOGY_LOCALITY, 2), (names.MOST_ALLOCATED, 1))
-SCORES = (names.LEAST_ALLOCATED, names.MOST_ALLOCATED, names.TOPOLOGY_LOCALITY)
+# Accelerators are expensive: bin-pack nodes and keep device groups whole by default; spread
+# and pod affinity with kube-scheduler's default weights.
+DEFAULT_SCORES = (
+    (names.TOPOLOGY_LOCALITY, 2),
+    (names.MOST_ALLOCATED, 1),
+    (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.INTER_POD_AFFINITY, 2),
+)
+SCORES = (
+    names.LEAST_ALLOCATED,
+    names.MOST_ALLOCATED,
+    names.TOPOLOGY_LOCALITY,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+)
 
 
 TIE_RULES = ("name", "random")
@@ -112,10 +131,13 @@ def build_profile(
     workload: Workload | None = None,
     seed: int = 0,
     ties: str | None = None,
+    affinity: AffinityArgs | None = None,
+    spread: SpreadArgs | None = None,
 ) -> Profile:
     """The default profile, or the user's on top of it. `placement` (one of
     draplan.scheduler.plugins.placement.POLICIES) replaces the score plugins by that policy's,
-    measuring `resource`'s devices against `workload` (default: the pods in the state)."""
+    measuring `resource`'s devices against `workload` (default: the pods in the state).
+    `affinity` and `spread` are InterPodAffinity's and PodTopologySpread's args."""
     if ties is not None and ties not in TIE_RULES:
         raise BadInput(f"unsupported tie rule {ties!r}: {' or '.join(TIE_RULES)}", path="ties")
     if placement is not None and placement not in POLICIES:
@@ -149,6 +171,9 @@ def build_profile(
         names.TAINT_TOLERATION: TaintTolerationPlugin(),
         names.NODE_AFFINITY: NodeAffinity(),
         names.NODE_RESOURCES_FIT: NodeResourcesFit(),
+        names.NODE_PORTS: NodePorts(),
+        names.POD_TOPOLOGY_SPREAD: PodTopologySpread(spread or SpreadArgs()),
+        names.INTER_POD_AFFINITY: InterPodAffinity(affinity or AffinityArgs()),
         names.DYNAMIC_RESOURCES: dra,
         names.LEAST_ALLOCATED: LeastAllocated(),
         names.MOST_ALLOCATED: MostAllocated(),
@@ -188,12 +213,15 @@ def build_profile(
     if chosen is not None:
         # The simulator enables exactly one score plugin (weight 1000) and disables the rest.
         scores = ((chosen.score, 1),)
+    filters = tuple(table[n] for n in FILTERS if n not in disabled)
+    # The PreFilters besides DynamicResources' (the scheduler runs it first), in profile order.
+    own = tuple(p for p in filters if p is not dra and callable(getattr(p, "pre_filter", None)))
     return Profile(
-        filters=tuple(table[n] for n in FILTERS if n not in disabled),
+        filters=filters,
         scores=scores,
         dra=dra,
         options=options,
-        pre_filters=chosen.pre_filters if chosen is not None else (),
+        pre_filters=own + (chosen.pre_filters if chosen is not None else ()),
         ties=chosen.ties if chosen is not None else (ties or "name"),
         seed=seed,
         policy=placement or "",

@@ -43,6 +43,10 @@ KNOWN_PLUGINS = frozenset(
         names.LEAST_ALLOCATED,
         names.MOST_ALLOCATED,
         names.TOPOLOGY_LOCALITY,
+        # These read pods and node labels, no device attribute.
+        names.NODE_PORTS,
+        names.POD_TOPOLOGY_SPREAD,
+        names.INTER_POD_AFFINITY,
     }
 )
 

@@ -5,6 +5,7 @@ PodTopologySpread): the framework calls are the same; each plugin gives the valu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import ClassVar, Generic, Protocol, TypeVar
 
 from draplan.api.core_v1 import Node, Pod
@@ -30,6 +31,14 @@ class ClusterPlugin(Generic[F, S]):
     # The answer for a node depends on other nodes (scheduler.framework: never cached).
     cluster: ClassVar[bool] = True
 
+    @cached_property
+    def _filter_key(self) -> str:
+        return f"{self.name}/filter"  # in CycleState.data: node names have no "/", no clash
+
+    @cached_property
+    def _score_key(self) -> str:
+        return f"{self.name}/score"
+
     def filter_state(self, state: ClusterState, pod: Pod) -> F | None:
         raise NotImplementedError
 
@@ -49,11 +58,11 @@ class ClusterPlugin(Generic[F, S]):
         fs = self.filter_state(state, pod.pod)
         if fs is None:
             return SKIP
-        cycle.data[f"{self.name}/filter"] = fs  # node names have no "/": no clash
+        cycle.data[self._filter_key] = fs
         return SUCCESS
 
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
-        fs: F | None = cycle.data.get(f"{self.name}/filter")
+        fs: F | None = cycle.data.get(self._filter_key)
         return SUCCESS if fs is None else self.filter_node(fs, pod.pod, node)
 
     def pre_score(
@@ -62,16 +71,16 @@ class ClusterPlugin(Generic[F, S]):
         ss = self.score_state(state, pod.pod, nodes)
         if ss is None:
             return SKIP
-        cycle.data[f"{self.name}/score"] = ss
+        cycle.data[self._score_key] = ss
         return SUCCESS
 
     def score(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> int:
-        ss: S | None = cycle.data.get(f"{self.name}/score")
+        ss: S | None = cycle.data.get(self._score_key)
         return 0 if ss is None else self.score_node(ss, node)
 
     def normalize_score(
         self, state: ClusterState, cycle: CycleState, pod: PodInfo, scores: Sequence[Scored]
     ) -> None:
-        ss: S | None = cycle.data.get(f"{self.name}/score")
+        ss: S | None = cycle.data.get(self._score_key)
         if ss is not None:
             self.normalize(ss, scores)

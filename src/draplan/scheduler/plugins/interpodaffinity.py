@@ -120,10 +120,20 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
     name: str = NAME
     sums: SumsStore = field(default_factory=SumsStore)
 
-    def pod_shape(self, pod: Pod) -> object:
-        """What the plugin reads of a pod beyond the scheduler's shape: its namespace and
-        labels (other pods' terms select them)."""
-        return (pod.metadata.namespace, sorted(pod.metadata.labels.items()))
+    def pod_shape(self, state: ClusterState, pod: Pod) -> object:
+        """What the plugin reads of a pod beyond the scheduler's shape (which has its terms):
+        with terms of its own, its namespace and labels (whether it matches them); and which
+        terms of running pods select it. Pods alike there are alike to the plugin."""
+        own_labels = namespace_labels(state, pod.metadata.namespace)
+        meta = pod.metadata
+        mine = (
+            (meta.namespace, sorted(meta.labels.items()))
+            if pod_terms(pod) is not NO_TERMS
+            else None
+        )
+        running = self.sums.get(state, ("terms",), _terms_part, _affinity_nodes).total
+        selecting = sorted(key for (key, t) in running if t.matches(pod, own_labels))
+        return (mine, selecting)
 
     # --- PreFilter and Filter ---------------------------------------------------------------
 
@@ -138,7 +148,10 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
         anti: dict[Pair, int] = {}
         if terms.required_affinity or terms.required_anti_affinity:
             spec = ("incoming", terms.required_affinity, terms.required_anti_affinity)
-            total = self.sums.get(state, spec, _incoming_part(terms)).total
+            # A pod matching every affinity term matches the first.
+            selecting = (*terms.required_affinity[:1], *terms.required_anti_affinity)
+            where = _term_nodes(selecting)
+            total = self.sums.get(state, spec, _incoming_part(terms), where).total
             for (kind, pair), n in total.items():
                 (affinity if kind == "a" else anti)[pair] = n
         return FilterState(
@@ -225,7 +238,10 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
                 _add_weighted(out, mine.preferred_anti_affinity, pod, own_labels, labels, -1)
             return {k: v for k, v in out.items() if v}
 
-        where = None if preferred else _affinity_nodes
+        where: Callable[[ClusterState], Iterable[str]] | None = _affinity_nodes
+        if preferred:
+            weighted = (*terms.preferred_affinity, *terms.preferred_anti_affinity)
+            where = _term_nodes(tuple(w.term for w in weighted), also=_affinity_nodes)
         total = self.sums.get(state, spec, part, where).total
         return total or None
 
@@ -248,6 +264,25 @@ def normalize(scores: Sequence[Scored]) -> None:
         s.score = (
             int(float(MAX_NODE_SCORE) * (float(s.score - low) / float(diff))) if diff > 0 else 0
         )
+
+
+def _terms_part(state: ClusterState, name: str) -> dict[Hashable, int]:
+    """The terms of the pods on a node, each as (its canonical key, the term)."""
+    out: dict[Hashable, int] = {}
+    for pod in state.pods_on(name):
+        terms = pod_terms(pod)
+        if terms is NO_TERMS:
+            continue
+        for kind, group in (
+            ("required-affinity", terms.required_affinity),
+            ("required-anti-affinity", terms.required_anti_affinity),
+            ("preferred-affinity", tuple(w.term for w in terms.preferred_affinity)),
+            ("preferred-anti-affinity", tuple(w.term for w in terms.preferred_anti_affinity)),
+        ):
+            for t in group:
+                at = ((kind, t.key), t)
+                out[at] = out.get(at, 0) + 1
+    return out
 
 
 def _seen_as(pod: Pod, namespace_labels: Mapping[str, str]) -> Hashable:
@@ -289,6 +324,32 @@ def _add_weighted(
         if value is not None and t.matches(pod, ns_labels):
             pair = (t.topology_key, value)
             out[pair] = out.get(pair, 0) + sign * w.weight
+
+
+def _term_nodes(
+    terms: tuple[AffinityTerm, ...],
+    also: Callable[[ClusterState], Iterable[str]] | None = None,
+) -> Callable[[ClusterState], Iterable[str]] | None:
+    """For a first pass: the nodes that may hold a pod one of `terms` selects (and those of
+    `also`); None (every node) when a term selects by namespace labels."""
+    if any(not t.namespace_selector.nothing for t in terms):
+        return None
+
+    def where(state: ClusterState) -> Iterable[str]:
+        pods = state.pods
+        found = set(also(state)) if also is not None else set()
+        for t in terms:
+            if t.selector.nothing:
+                continue
+            required = t.selector.required()
+            for ns in t.namespaces:
+                for key in state.pod_labels.candidates(ns, required):
+                    p = pods.get(key)
+                    if p is not None and p.spec.node_name:
+                        found.add(p.spec.node_name)
+        return found
+
+    return where
 
 
 def _affinity_nodes(state: ClusterState) -> Iterable[str]:

@@ -71,6 +71,10 @@ class NodePorts:
             return unschedulable(REASON)
         return SUCCESS
 
+    def pod_shape(self, state: ClusterState, pod: Pod) -> object:
+        """The pod's host ports (not in the scheduler's shape)."""
+        return host_ports(pod)
+
     def signature(self, state: ClusterState, node: Node) -> object:
         """What the filter reads of a node beyond its Node object and requests: its pods'
         host ports (nodes that differ only there are not alike)."""

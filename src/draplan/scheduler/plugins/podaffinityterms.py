@@ -32,6 +32,16 @@ class AffinityTerm:
     selector: Selector
     topology_key: str
 
+    @property
+    def key(self) -> tuple[str, ...]:
+        """A canonical, printable identity (the same in every run)."""
+        return (
+            self.topology_key,
+            self.selector.describe(),
+            ",".join(sorted(self.namespaces)),
+            self.namespace_selector.describe(),
+        )
+
     def matches(self, pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
         """AffinityTerm.Matches: the pod is in one of the namespaces, or its namespace's labels
         (`namespace_labels`) match the namespace selector; and its labels match."""

@@ -10,12 +10,13 @@ and moved by the nodes the change log names (upstream counts every node's pods p
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import msgspec
 
-from draplan.api.core_v1 import Node, Pod, TopologySpreadConstraint
+from draplan.api.core_v1 import Node, Pod, Service, TopologySpreadConstraint
 from draplan.api.errors import BadInput
 from draplan.cluster.labels import Selector, from_set, selector_of
 from draplan.cluster.nodesums import SumsStore
@@ -34,8 +35,8 @@ ZONE = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 MAX_NODE_SCORE = 100
-# ("d", i, value): an eligible node of constraint i's domain; ("c", i, value): pods matching it
-# there; ("h", i, node): pods matching a hostname constraint on one node, eligible or not.
+# ("c", i, value): pods matching constraint i on its eligible nodes of the domain value;
+# ("h", i, node): pods matching a hostname constraint on one node, eligible or not.
 SpreadKey = tuple[str, int, str]
 
 # plugin.go's systemDefaultConstraints (defaultingType System).
@@ -92,6 +93,18 @@ class Constraint:
     honor_affinity: bool = True  # nodeAffinityPolicy, unset: Honor
     honor_taints: bool = False  # nodeTaintsPolicy, unset: Ignore
 
+    @property
+    def key(self) -> tuple[object, ...]:
+        """A canonical, printable identity (the same in every run)."""
+        return (
+            self.max_skew,
+            self.topology_key,
+            self.selector.describe(),
+            self.min_domains,
+            self.honor_affinity,
+            self.honor_taints,
+        )
+
 
 def own_constraints(pod: Pod, action: str) -> tuple[Constraint, ...]:
     """filterTopologySpreadConstraints: the pod's constraints of `action`, matchLabelKeys
@@ -123,16 +136,21 @@ def _parsed(c: TopologySpreadConstraint, selector: Selector) -> Constraint:
     )
 
 
-def default_selector(state: ClusterState, pod: Pod) -> Selector:
-    """helper.DefaultSelector: the selectors of the pod's namespace's Services that select it,
-    and of the ReplicationController, ReplicaSet or StatefulSet that controls it."""
+def default_selector(
+    state: ClusterState, pod: Pod, services: Iterable[Service] | None = None
+) -> Selector:
+    """helper.DefaultSelector: the selectors of the pod's namespace's Services that select it
+    (`services`: those of the namespace, when the caller has them), and of the
+    ReplicationController, ReplicaSet or StatefulSet that controls it."""
     meta = pod.metadata
     labels = meta.labels
     merged: dict[str, str] = {}
-    for (ns, _), service in sorted(state.services.items()):
+    if services is None:
+        services = [s for (ns, _), s in sorted(state.services.items()) if ns == meta.namespace]
+    for service in services:
         sel = service.spec.selector
         # A Service without a selector selects nothing, not everything.
-        if ns == meta.namespace and sel and all(labels.get(k) == v for k, v in sel.items()):
+        if sel and all(labels.get(k) == v for k, v in sel.items()):
             merged.update(sel)
     selector = from_set(merged)
     owner = next((o for o in meta.owner_references if o.controller), None)
@@ -152,16 +170,22 @@ def default_selector(state: ClusterState, pod: Pod) -> Selector:
 
 
 def constraints_for(
-    state: ClusterState, pod: Pod, action: str, args: SpreadArgs
+    state: ClusterState,
+    pod: Pod,
+    action: str,
+    args: SpreadArgs,
+    selector: Selector | None = None,
 ) -> tuple[Constraint, ...]:
     """The pod's own constraints of `action`, or (when it has none of either kind) the default
-    ones with the default selector (buildDefaultConstraints); none if that selects nothing."""
+    ones with the default selector (buildDefaultConstraints; `selector` when the caller has
+    it); none if that selects nothing."""
     if pod.spec.topology_spread_constraints:
         return own_constraints(pod, action)
     defaults = [c for c in args.defaults if c.when_unsatisfiable == action]
     if not defaults:
         return ()
-    selector = default_selector(state, pod)
+    if selector is None:
+        selector = default_selector(state, pod)
     if selector.empty:
         return ()
     return tuple(_parsed(c, selector) for c in defaults)
@@ -196,6 +220,43 @@ def _inclusion_key(pod: Pod) -> bytes:
     return msgspec.msgpack.encode((spec.node_selector, node_affinity, spec.tolerations))
 
 
+class DefaultSelectors:
+    """default_selector by (namespace, labels, controller), and the Services by namespace,
+    kept while the state and its selecting objects stay (a change to a Namespace, Service or
+    workload controller's selector touches every node: cluster.incremental)."""
+
+    MAX = 1 << 14
+
+    def __init__(self) -> None:
+        self._state: ClusterState | None = None
+        self._everywhere = -1
+        self._services: dict[str, list[Service]] = {}
+        self._memo: dict[Hashable, Selector] = {}
+
+    def of(self, state: ClusterState, pod: Pod) -> Selector:
+        everywhere = state.version("*")[0]
+        if state is not self._state or everywhere != self._everywhere:
+            self._state, self._everywhere = state, everywhere
+            self._memo.clear()
+            self._services = {}
+            for (ns, _), service in sorted(state.services.items()):
+                self._services.setdefault(ns, []).append(service)
+        meta = pod.metadata
+        owner = next((o for o in meta.owner_references if o.controller), None)
+        key = (
+            meta.namespace,
+            tuple(sorted(meta.labels.items())),
+            (owner.api_version, owner.kind, owner.name) if owner is not None else None,
+        )
+        selector = self._memo.get(key)
+        if selector is None:
+            if len(self._memo) >= self.MAX:
+                self._memo.clear()
+            services = self._services.get(meta.namespace, [])
+            selector = self._memo[key] = default_selector(state, pod, services)
+        return selector
+
+
 # --- Filter ---------------------------------------------------------------------------------
 
 
@@ -218,6 +279,14 @@ class ScoreState:
     ignored: frozenset[str]
     weights: tuple[float, ...]
 
+    @cached_property
+    def terms(self) -> tuple[tuple[int, str, bool, float, int], ...]:
+        """Per constraint what Score reads: index, key, hostname, weight, maxSkew - 1."""
+        return tuple(
+            (i, c.topology_key, c.topology_key == HOSTNAME, self.weights[i], c.max_skew - 1)
+            for i, c in enumerate(self.constraints)
+        )
+
 
 @dataclass
 class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
@@ -227,18 +296,49 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
     args: SpreadArgs = field(default_factory=SpreadArgs)
     name: str = NAME
     sums: SumsStore = field(default_factory=SumsStore)
+    _selectors: DefaultSelectors = field(default_factory=lambda: DefaultSelectors())
 
-    def pod_shape(self, pod: Pod) -> object:
-        """What the plugin reads of a pod beyond the scheduler's shape: its namespace, labels,
-        spread constraints and controller (whose selector the default constraints take)."""
-        meta = pod.metadata
-        owner = next((o for o in meta.owner_references if o.controller), None)
+    def pod_shape(self, state: ClusterState, pod: Pod) -> object:
+        """What the plugin reads of a pod beyond the scheduler's shape: its namespace, and its
+        constraints of either kind (its own or the defaults, their selectors resolved) with
+        whether it matches each. Pods alike there are alike to the plugin."""
+        labels = pod.metadata.labels
         return (
-            meta.namespace,
-            sorted(meta.labels.items()),
-            pod.spec.topology_spread_constraints,
-            (owner.api_version, owner.kind, owner.name) if owner is not None else None,
+            pod.metadata.namespace,
+            [
+                [(c.key, c.selector.matches(labels)) for c in self.constraints(state, pod, action)]
+                for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
+            ],
         )
+
+    def constraints(self, state: ClusterState, pod: Pod, action: str) -> tuple[Constraint, ...]:
+        """`constraints_for`, the default selector looked up once per controller and labels
+        while the state's selecting objects stay."""
+        if pod.spec.topology_spread_constraints:
+            return own_constraints(pod, action)
+        return constraints_for(state, pod, action, self.args, self._selectors.of(state, pod))
+
+    def _domains(
+        self, state: ClusterState, pod: Pod, constraints: tuple[Constraint, ...]
+    ) -> Mapping[tuple[int, str], int]:
+        """The eligible nodes per (constraint, domain value): nodes with every topology key
+        that the constraint's inclusion policies admit (domains with no matching pod too)."""
+        keys = tuple(c.topology_key for c in constraints)
+        policies = tuple((c.topology_key, c.honor_affinity, c.honor_taints) for c in constraints)
+        spec = ("domains", policies, _inclusion_key(pod))
+
+        def part(state: ClusterState, name: str) -> dict[tuple[int, str], int]:
+            node = state.nodes[name]
+            labels = node.metadata.labels
+            if not all(k in labels for k in keys):
+                return {}
+            return {
+                (i, labels[c.topology_key]): 1
+                for i, c in enumerate(constraints)
+                if included(c, pod, node)
+            }
+
+        return self.sums.get(state, spec, part).total
 
     def _counts(
         self,
@@ -248,17 +348,20 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
         require_all: bool,
         hostnames: bool,
     ) -> Mapping[SpreadKey, int]:
-        """The NodeSums of ("d", i, value): eligible nodes, ("c", i, value): matching pods on
-        them; with `hostnames`, ("h", i, node) for hostname constraints, on every node."""
+        """The NodeSums of ("c", i, value): pods matching constraint i on its eligible nodes of
+        domain value; with `hostnames`, ("h", i, node) for hostname constraints, on every
+        node. A first pass looks only at the nodes that may hold a matching pod."""
         namespace = pod.metadata.namespace
         keys = tuple(c.topology_key for c in constraints)
-        spec = ("spread", namespace, constraints, _inclusion_key(pod), require_all, hostnames)
+        spec = ("counts", namespace, constraints, _inclusion_key(pod), require_all, hostnames)
 
         def part(state: ClusterState, name: str) -> dict[SpreadKey, int]:
             node = state.nodes[name]
             labels = node.metadata.labels
-            pods = state.pods_on(name)
+            pods = [p for p in state.pods_on(name) if p.metadata.namespace == namespace]
             out: dict[SpreadKey, int] = {}
+            if not pods:
+                return out
             if hostnames:
                 for i, c in enumerate(constraints):
                     if c.topology_key == HOSTNAME and HOSTNAME in labels:
@@ -268,34 +371,40 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
             if require_all and not all(k in labels for k in keys):
                 return out
             for i, c in enumerate(constraints):
-                if not included(c, pod, node):
-                    continue
-                value = labels.get(c.topology_key, "")
-                out[("d", i, value)] = 1
-                n = count_matching(pods, c.selector, namespace)
-                if n:
-                    out[("c", i, value)] = n
+                if included(c, pod, node):
+                    n = count_matching(pods, c.selector, namespace)
+                    if n:
+                        out[("c", i, labels.get(c.topology_key, ""))] = n
             return out
 
-        return self.sums.get(state, spec, part).total
+        def where(state: ClusterState) -> set[str]:
+            pods = state.pods
+            found: set[str] = set()
+            for c in constraints:
+                for key in state.pod_labels.candidates(namespace, c.selector.required()):
+                    p = pods.get(key)
+                    if p is not None and p.spec.node_name:
+                        found.add(p.spec.node_name)
+            return found
+
+        return self.sums.get(state, spec, part, where).total
 
     # --- PreFilter and Filter ---------------------------------------------------------------
 
     def filter_state(self, state: ClusterState, pod: Pod) -> FilterState | None:
         """PreFilter: None when it would return Skip (no DoNotSchedule constraint)."""
-        constraints = constraints_for(state, pod, DO_NOT_SCHEDULE, self.args)
+        constraints = self.constraints(state, pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None
         counts = self._counts(state, pod, constraints, True, False)
         domains = [0] * len(constraints)  # eligible domains
+        for i, _ in self._domains(state, pod, constraints):
+            domains[i] += 1
         positive = [0] * len(constraints)  # ... with matching pods
         lowest = [0] * len(constraints)  # the fewest matching pods of those
-        for (kind, i, _), n in counts.items():
-            if kind == "d":
-                domains[i] += 1
-            elif kind == "c":
-                lowest[i] = n if not positive[i] else min(lowest[i], n)
-                positive[i] += 1
+        for (_, i, _), n in counts.items():
+            lowest[i] = n if not positive[i] else min(lowest[i], n)
+            positive[i] += 1
         # CriticalPaths' minimum, or 0 with fewer eligible domains than minDomains or with a
         # domain no matching pod is in.
         minimum = tuple(
@@ -325,7 +434,7 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
         """PreScore over the nodes that passed the filters: None when it would return Skip."""
         if not state.nodes:
             return None
-        constraints = constraints_for(state, pod, SCHEDULE_ANYWAY, self.args)
+        constraints = self.constraints(state, pod, SCHEDULE_ANYWAY)
         if not constraints:
             return None
         # Only a pod's own or listed defaults need every topology label on a node: a node
@@ -358,13 +467,13 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
         if name in ss.ignored:
             return 0
         labels = node.metadata.labels
+        counts = ss.counts
         total = 0.0
-        for i, c in enumerate(ss.constraints):
-            value = labels.get(c.topology_key)
-            if value is None:
-                continue
-            at = ("h", i, name) if c.topology_key == HOSTNAME else ("c", i, value)
-            total += ss.counts.get(at, 0) * ss.weights[i] + (c.max_skew - 1)
+        for i, key, hostname, weight, skew in ss.terms:
+            value = labels.get(key)
+            if value is not None:
+                n = counts.get(("h", i, name) if hostname else ("c", i, value), 0)
+                total += n * weight + skew
         whole = math.floor(total)
         return whole + 1 if total - whole >= 0.5 else whole
 

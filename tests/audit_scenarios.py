@@ -22,6 +22,8 @@ from scale_scenarios import (
     template,
 )
 
+HOSTNAME = "kubernetes.io/hostname"
+
 
 def node(name: str, cpu: str = "64", labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
@@ -330,6 +332,78 @@ def taint_excludes() -> list[dict[str, Any]]:
         *gpu_node("node-full", held_by=holding("node-full", 0)),
         gpu_template("four", 4),
         pending("untolerated", "four"),
+    ]
+
+
+# --- rules about other pods: PodAffinity / TopologySpread / HostPortConflict --------------------
+
+
+def running(name: str, node_name: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    """A running pod without devices on `node_name`."""
+    doc = pod(name, None, labels=labels, spec_extra={"nodeName": node_name, **spec})
+    doc["status"] = {"phase": "Running"}
+    return doc
+
+
+def anti_affinity_held() -> list[dict[str, Any]]:
+    """The only node with free GPUs runs a replica the pod keeps away from by hostname."""
+    apart = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "serve"}}, "topologyKey": HOSTNAME}
+            ]
+        }
+    }
+    return [
+        device_class(),
+        *gpu_node("node-free"),
+        *gpu_node("node-full", held_by=holding("node-full", 0)),
+        running("serve-0", "node-free", {"app": "serve"}),
+        gpu_template("four", 4),
+        pending("serve-1", "four", labels={"app": "serve"}, spec_extra={"affinity": apart}),
+    ]
+
+
+def spread_skewed() -> list[dict[str, Any]]:
+    """Zone a holds two replicas and has room; zone b's node is full: one more in zone a
+    would skew the spread past 1."""
+    zone = "topology.kubernetes.io/zone"
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": zone,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "serve"}},
+    }
+    return [
+        device_class(),
+        *gpu_node("node-a", labels={zone: "a"}),
+        *gpu_node("node-b", labels={zone: "b"}, held_by=holding("node-b", 0)),
+        running("serve-0", "node-a", {"app": "serve"}),
+        running("serve-1", "node-a", {"app": "serve"}),
+        gpu_template("four", 4),
+        pending(
+            "serve-2",
+            "four",
+            labels={"app": "serve"},
+            spec_extra={"topologySpreadConstraints": [spread]},
+        ),
+    ]
+
+
+def host_port_held() -> list[dict[str, Any]]:
+    """The only node with free GPUs runs an exporter on the host port the pod wants."""
+    ports = [{"containerPort": 9400, "hostPort": 9400}]
+    exporter = running("dcgm-exporter", "node-free", {"app": "dcgm"})
+    exporter["spec"]["containers"][0]["ports"] = ports
+    want = pending("metrics-gpu", "four")
+    want["spec"]["containers"][0]["ports"] = ports
+    return [
+        device_class(),
+        *gpu_node("node-free"),
+        *gpu_node("node-full", held_by=holding("node-full", 0)),
+        exporter,
+        gpu_template("four", 4),
+        want,
     ]
 
 

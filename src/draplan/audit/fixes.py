@@ -156,7 +156,7 @@ def add_nodes(state: ClusterState, fix: Fix) -> list[str]:
         new = make_node(state, pool, name, labels)
         if new.node.spec.unschedulable:  # a copy of a cordoned node joins uncordoned
             spec = msgspec.structs.replace(new.node.spec, unschedulable=False)
-            new = NewNode(msgspec.structs.replace(new.node, spec=spec), new.slices)
+            new = NewNode(msgspec.structs.replace(new.node, spec=spec), new.slices, new.pods)
         add_new_node(state, new)
         names.append(name)
     return names

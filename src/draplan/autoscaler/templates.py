@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from draplan.api.codec import convert, decode, to_builtins
-from draplan.api.core_v1 import Node, NodeSpec, NodeStatus
+from draplan.api.core_v1 import Node, NodeSpec, NodeStatus, Pod
 from draplan.api.draplan_v1alpha1 import NODE_NAME_PLACEHOLDER, NodePool
 from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
@@ -27,6 +27,33 @@ TEMPLATE_LABEL = "cluster-autoscaler.kubernetes.io/template-node"  # as CA marks
 class NewNode:
     node: Node
     slices: tuple[ResourceSlice, ...]
+    # Bound to the node when it is added: the donor's DaemonSet and static pods, copied.
+    pods: tuple[Pod, ...] = ()
+
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror
+
+
+def node_daemons(state: ClusterState, source: Node, name: str) -> tuple[Pod, ...]:
+    """The pods a copy of `source` called `name` starts with: as Cluster Autoscaler builds a
+    template from an example node (simulator's TemplateNodeInfoFromExampleNodeInfo), the
+    example's DaemonSet pods and mirror pods, renamed for the new node. They hold the node's
+    host ports and requests from the start."""
+    out = []
+    for pod in state.pods_on(source.metadata.name):
+        meta = pod.metadata
+        owner = next((o for o in meta.owner_references if o.controller), None)
+        daemon = owner is not None and owner.kind == "DaemonSet"
+        if not daemon and MIRROR_ANNOTATION not in meta.annotations:
+            continue
+        out.append(
+            msgspec.structs.replace(
+                pod,
+                metadata=msgspec.structs.replace(meta, name=f"{meta.name}-{name}", uid=""),
+                spec=msgspec.structs.replace(pod.spec, node_name=name),
+            )
+        )
+    return tuple(out)
 
 
 def pool_members(state: ClusterState, pool: NodePool) -> list[Node]:
@@ -113,8 +140,14 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
     hit = _MADE.get(key)
     if hit is not None and hit[0] is pool and not pool.spec.from_node:
         return hit[1]
+    if pool.spec.from_node:
+        new = _make_node(state, pool, name, labels)
+        source = state.nodes.get(pool.spec.from_node)
+        if source is not None:
+            new = NewNode(new.node, new.slices, node_daemons(state, source, name))
+        return new
     proto = _PROTOTYPES.get(id(pool))
-    if pool.spec.from_node or not _SAFE_NAME.fullmatch(name):
+    if not _SAFE_NAME.fullmatch(name):
         new = _make_node(state, pool, name, labels)
     elif proto is None or proto.pool is not pool:
         template, docs = _documents(state, pool)
@@ -284,3 +317,5 @@ def add_new_node(state: ClusterState, new: NewNode) -> None:
     state.add_node(new.node)
     for rs in new.slices:
         state.add_slice(rs)
+    for pod in new.pods:
+        state.put_pod(pod)

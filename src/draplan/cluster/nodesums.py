@@ -95,6 +95,12 @@ class SumsStore:
         self._state: ClusterState | None = None
         self._sums: dict[Hashable, NodeSums[Any]] = {}
 
+    def __getstate__(self) -> object:
+        return True  # a cache of closures over one state: another process starts afresh
+
+    def __setstate__(self, _: object) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def get(
         self,
         state: ClusterState,

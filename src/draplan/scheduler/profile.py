@@ -221,7 +221,7 @@ def build_profile(
         scores=scores,
         dra=dra,
         options=options,
-        pre_filters=own + (chosen.pre_filters if chosen is not None else ()),
+        pre_filters=(chosen.pre_filters if chosen is not None else ()) + own,
         ties=chosen.ties if chosen is not None else (ties or "name"),
         seed=seed,
         policy=placement or "",

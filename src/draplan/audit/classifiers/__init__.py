@@ -39,6 +39,7 @@ from draplan.audit.classifiers.impossible import Impossible
 from draplan.audit.classifiers.incomplete import Incomplete
 from draplan.audit.classifiers.invalid import Invalid
 from draplan.audit.classifiers.placed import Placed
+from draplan.audit.classifiers.podrules import PodRules
 from draplan.audit.classifiers.pools import Pools
 from draplan.audit.classifiers.prefiltered import Prefiltered
 from draplan.audit.classifiers.scaleup import ScaleUp
@@ -61,6 +62,7 @@ PLACEMENT: tuple[Classifier, ...] = (
     ScaleUp(),  # WaitingForScaleUp: the autoscaler adds nodes for it
     Excluded(),  # NodeConstraints: taints or cordons keep it off nodes with room
     Tainted(),  # DeviceTaints: only tainted devices would fit it
+    PodRules(),  # PodAffinity, TopologySpread, HostPortConflict: rules about other pods
     Impossible(),  # TopologyMismatch: no node or pool shape meets a claim constraint
     Unreachable(),  # NodeConstraints: only excluded nodes or pools could ever hold it
     Pools(),  # PoolLimitReached, NoPoolCanFit

@@ -25,6 +25,7 @@ from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.claims import ClaimNotFound
 from draplan.scheduler.gangs import Gang
+from draplan.scheduler.profile import Profile
 
 
 class Audit(Protocol):
@@ -33,6 +34,7 @@ class Audit(Protocol):
 
     state: ClusterState
     scheduler: Placer  # places pods in what-if forks (the pass's, with its evaluations)
+    profile: Profile  # the scheduler's (what a classifier asks its plugins)
     gangs: dict[ObjectKey, Gang]
     gates: Gates
     matcher: DeviceMatcher

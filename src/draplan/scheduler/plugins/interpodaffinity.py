@@ -181,7 +181,7 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
     def filter_node(self, fs: FilterState, pod: Pod, node: Node) -> Status:
         """Filter: the node's topology pairs against the three maps."""
         labels = node.metadata.labels
-        if not _satisfies_affinity(fs, labels):
+        if not satisfies_affinity(fs, labels):
             return unschedulable(AFFINITY_MISMATCH, resolvable=False)
         if fs.anti:
             for t in fs.terms.required_anti_affinity:
@@ -294,7 +294,7 @@ def _seen_as(pod: Pod, namespace_labels: Mapping[str, str]) -> Hashable:
     )
 
 
-def _satisfies_affinity(fs: FilterState, labels: Mapping[str, str]) -> bool:
+def satisfies_affinity(fs: FilterState, labels: Mapping[str, str]) -> bool:
     """satisfyPodAffinity: every term's key on the node; a matching pod in each term's domain,
     or (the first pod of a set that selects itself) no matching pod anywhere."""
     pods_exist = True

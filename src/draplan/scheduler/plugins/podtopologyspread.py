@@ -233,6 +233,12 @@ class DefaultSelectors:
         self._services: dict[str, list[Service]] = {}
         self._memo: dict[Hashable, Selector] = {}
 
+    def __getstate__(self) -> object:
+        return True  # a cache of one state: another process starts afresh
+
+    def __setstate__(self, _: object) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def of(self, state: ClusterState, pod: Pod) -> Selector:
         everywhere = state.version("*")[0]
         if state is not self._state or everywhere != self._everywhere:

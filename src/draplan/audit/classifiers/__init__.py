@@ -20,9 +20,11 @@ The contract:
   check is given as `proposals` (with `otherwise` for when none works): the auditor tries them
   after every pod is classified, in queue order, each on the state the fixes before it leave
   (audit.fixes), and prints the first that makes the pod schedulable. Advice it cannot check
-  is a `fix` dict, printed as not verified.
-- `base.Audit` is what a classifier may use: the state, the gangs, the pool advisor (with
-  NodePools), the pods the pass placed, the mover (what-if moves) and the reacher.
+  is a `fix` dict, printed as not verified. A pod's node selector and affinity are its
+  owner's choice: no fix drops them (nodes they exclude are outside the pod's scope).
+- `base.Audit` is what a classifier may use: the state, the scheduler (what-if placements in
+  forks), the gangs, the pool advisor (with NodePools: the autoscaler's plan, moves made),
+  the pods the pass placed, the mover (what-if moves) and the reacher.
 
 A new classifier is a module here with one class, put in its place in a list below.
 """

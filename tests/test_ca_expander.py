@@ -70,10 +70,16 @@ def test_cluster_autoscaler_loop_with_each_expander() -> None:
     assert plan.wasted == [] and plan.pending == []
 
 
-def test_draplan_expander_falls_back_to_least_waste_when_nothing_fits() -> None:
+def test_an_empty_answer_scales_nothing_an_error_leaves_least_waste_all_options() -> None:
+    """grpc_client.go: an empty answer is no option (CA scales nothing that loop); an error
+    returns every option to the next expander."""
     state = _state()
+    chooser = ca_chooser(Judge(Scheduler(build_profile())))
     flat_only = [o for o in ca_options(state) if o.pool.metadata.name == "flat8"]
-    pick = ca_chooser(Judge(Scheduler(build_profile())))(state, flat_only)
+    assert chooser(state, flat_only) is None
+    # A group draplan has no view of (its pool is unknown to the judge's state): not judged.
+    del state.node_pools["flat8"]
+    pick = chooser(state, flat_only)
     assert pick is not None and pick.pool.metadata.name == "flat8"
 
 

@@ -17,6 +17,7 @@ import grpc
 import msgspec
 import pytest
 
+from ca_requests import field, varint
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.meta import KubeStruct
 from draplan.autoscaler.templates import NodeNamer, make_node
@@ -24,7 +25,7 @@ from draplan.cluster.state import ClusterState
 from draplan.grpcplugin.decode import node_from_bytes, pod_from_bytes
 from draplan.grpcplugin.encode import node_message, pod_message
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
-from draplan.grpcplugin.server import TLSRequired, add_expander
+from draplan.grpcplugin.server import TLSRequired, add_expander, new_server
 from draplan.sources import load_objects
 from scale_scenarios import load, scenario_gang
 
@@ -86,7 +87,7 @@ Stub = expander_pb2_grpc.ExpanderStub
 
 
 def _serve(state: ClusterState, tls: tuple[str, str, bytes] | None) -> tuple[grpc.Server, int]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server = new_server(2)
     if tls is None:
         port = add_expander(server, "localhost:0", None, None, lambda: state, insecure=True)
     else:
@@ -117,23 +118,31 @@ def test_wrong_shape_dropped_right_shape_kept_and_ranked(stub: tuple[Stub, Clust
     before = (len(state.nodes), sorted(state.pods))
     req = request(state, [("flat8", 1), ("pcie4-premium", 2), ("pcie4", 2)])
     response = client.BestOptions(req, timeout=10)
-    # flat8 has 8 GPUs but no 4 on one PCIe root; the two pcie4 groups host both pods, the
-    # cheaper first. The options come back as CA sent them.
-    assert groups(response) == ["pcie4", "pcie4-premium"]
-    assert response.options[0].nodeCount == 2 and response.options[0].debug == "pcie4 x2"
-    assert len(response.options[0].podBytes) == 2
+    # flat8 has 8 GPUs but no 4 on one PCIe root; the two pcie4 groups host both pods: CA
+    # keeps the set of ids answered, so only the cheaper comes back, with what draplan saw.
+    assert groups(response) == ["pcie4"]
+    [option] = response.options
+    assert option.nodeCount == 2 and not option.podBytes
+    assert option.debug == (
+        "draplan: judged on NodePool pcie4; 2 of 2 pods on 2 new nodes, $18.00/h"
+    )
     # Judged in a fork: the state serves the next request unchanged.
     assert (len(state.nodes), sorted(state.pods)) == before
 
 
-def test_too_few_nodes_of_the_right_shape_are_dropped(stub: tuple[Stub, ClusterState]) -> None:
+def test_a_group_one_node_short_is_kept_at_what_it_places(stub: tuple[Stub, ClusterState]) -> None:
+    """One pcie4 node hosts one of the two pods: $9 for one pod against pcie4-premium's $12
+    a pod, so CA adds the one node and another in its next loop."""
     client, state = stub
     response = client.BestOptions(request(state, [("pcie4", 1), ("pcie4-premium", 2)]))
-    assert groups(response) == ["pcie4-premium"]
+    assert groups(response) == ["pcie4"]
+    assert "1 of 2 pods on 1 new nodes" in response.options[0].debug
+    assert "draplan's estimate needs 2 nodes, CA offers 1" in response.options[0].debug
 
 
 def test_no_option_fits_answers_the_empty_list(stub: tuple[Stub, ClusterState]) -> None:
     client, state = stub
+    # draplan is sure: its own NodePool of flat8 shows no four GPUs on one PCIe root.
     assert groups(client.BestOptions(request(state, [("flat8", 2)]))) == []
 
 
@@ -238,20 +247,6 @@ def test_node_groups_map_to_copies_of_their_nodes_with_their_slices() -> None:
 # --- the wire format, byte by byte -------------------------------------------------------------
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def test_hand_encoded_pod_bytes_decode_with_upstream_field_numbers() -> None:
     """Written from k8s.io/api core/v1 generated.proto, independently of draplan's messages:
     Pod.metadata 1, .spec 2; ObjectMeta.name 1, .namespace 3, .labels 11 (map entry key 1,
@@ -260,22 +255,20 @@ def test_hand_encoded_pod_bytes_decode_with_upstream_field_numbers() -> None:
     (Quantity.string 1), .claims 3; PodResourceClaim.name 1, .resourceClaimTemplateName 4;
     Toleration.key 1, .operator 2, .effect 4."""
     meta = (
-        _field(1, b"train-0")
-        + _field(3, b"default")
-        + _field(11, _field(1, b"team") + _field(2, b"ml"))
+        field(1, b"train-0") + field(3, b"default") + field(11, field(1, b"team") + field(2, b"ml"))
     )
-    requests = _field(2, _field(1, b"cpu") + _field(2, _field(1, b"30")))
-    resources = requests + _field(3, _field(1, b"gpus"))
-    container = _field(1, b"main") + _field(8, resources)
+    requests = field(2, field(1, b"cpu") + field(2, field(1, b"30")))
+    resources = requests + field(3, field(1, b"gpus"))
+    container = field(1, b"main") + field(8, resources)
     spec = (
-        _field(2, container)
-        + _field(7, _field(1, b"gpu") + _field(2, b"h100"))
-        + _field(22, _field(1, b"nvidia.com/gpu") + _field(2, b"Exists") + _field(4, b"NoSchedule"))
-        + _varint(25 << 3 | 0)
-        + _varint(1000)
-        + _field(39, _field(1, b"gpus") + _field(4, b"four-gpus-one-root"))
+        field(2, container)
+        + field(7, field(1, b"gpu") + field(2, b"h100"))
+        + field(22, field(1, b"nvidia.com/gpu") + field(2, b"Exists") + field(4, b"NoSchedule"))
+        + varint(25 << 3 | 0)
+        + varint(1000)
+        + field(39, field(1, b"gpus") + field(4, b"four-gpus-one-root"))
     )
-    raw = _field(1, meta) + _field(2, spec)
+    raw = field(1, meta) + field(2, spec)
     pod = pod_from_bytes(raw)
     assert (pod.metadata.name, pod.metadata.namespace) == ("train-0", "default")
     assert pod.metadata.labels == {"team": "ml"}

@@ -102,3 +102,10 @@ def scalable_taints(resource: ScalableResource) -> tuple[Taint, ...]:
         else:
             taints.append(taint)
     return tuple(taints)
+
+
+def node_group_id(resource: ScalableResource) -> str:
+    """The id Cluster Autoscaler's clusterapi provider gives the group: `<Kind>/<namespace>/
+    <name>` (`clusterapi_unstructured.go`, `unstructuredScalableResource.ID`)."""
+    meta = resource.metadata
+    return f"{resource.kind}/{meta.namespace}/{meta.name}"

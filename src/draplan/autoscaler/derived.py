@@ -50,6 +50,10 @@ from draplan.cluster.state import ClusterState
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its source
+# Annotation on a pool derived from a Cluster API node group: the id Cluster Autoscaler's
+# clusterapi provider gives the group, `<Kind>/<namespace>/<name>` (`clusterapi_unstructured.go`,
+# `unstructuredScalableResource.ID`), by which the gRPC expander finds the pool.
+NODE_GROUP_ID = "draplan.io/node-group-id"
 DEFAULT_MAX_NODES = 100
 
 
@@ -61,18 +65,19 @@ class Derived:
     skipped: list[str] = field(default_factory=list)
 
 
-def _price(prices: Mapping[str, str], name: str, node: Node | None, labels: dict[str, str]) -> str:
-    instance = labels.get(INSTANCE_TYPE, "")
-    for key in (name, instance):
+def _price(prices: Mapping[str, str], names: tuple[str, ...], labels: Mapping[str, str]) -> str:
+    """The table's price by the pool's names (its name, and for a Cluster API group the id CA
+    gives it), else by instance type; else the price label of the node (or, for a group with
+    no node, of the labels its nodes get); else 0."""
+    for key in (*names, labels.get(INSTANCE_TYPE, "")):
         if key and key in prices:
             return prices[key]
-    if node is not None and node.metadata.labels.get(PRICE_LABEL):
-        return node.metadata.labels[PRICE_LABEL]
-    return "0"
+    return labels.get(PRICE_LABEL) or "0"
 
 
-def _pool(name: str, source: str, spec: NodePoolSpec) -> NodePool:
-    return NodePool(metadata=ObjectMeta(name=name, annotations={DERIVED_FROM: source}), spec=spec)
+def _pool(name: str, source: str, spec: NodePoolSpec, group_id: str = "") -> NodePool:
+    notes = {DERIVED_FROM: source, **({NODE_GROUP_ID: group_id} if group_id else {})}
+    return NodePool(metadata=ObjectMeta(name=name, annotations=notes), spec=spec)
 
 
 def _capi_members(state: ClusterState, res: ScalableResource) -> list[Node]:
@@ -146,19 +151,25 @@ def _from_capi(
     )
     for res in resources:
         notes = res.metadata.annotations
-        name = res.metadata.name
-        where = f"{res.kind} {res.metadata.namespace}/{name}".replace(" /", " ")
+        namespace, name = res.metadata.namespace, res.metadata.name
+        where = f"{res.kind} {namespace}/{name}".replace(" /", " ")
+        group_id = clusterapi.node_group_id(res)
         high = int(notes.get(clusterapi.MAX_SIZE) or 0)
         low = int(notes.get(clusterapi.MIN_SIZE) or 0)
-        if high == 0 or name in out.pools:
-            continue  # CA skips a group whose max is 0; a name is taken once
+        if high == 0:
+            continue  # CA skips a group whose max is 0
+        if name in out.pools:
+            # The same name in another namespace: CA's ids tell them apart, so do the pools.
+            name = f"{name}.{namespace}"
+            if name in out.pools:
+                continue
         members = [n for n in _capi_members(state, res) if n.metadata.name not in claimed]
         if members:
             rep = members[0]
             spec = NodePoolSpec(
                 min_nodes=low,
                 max_nodes=high,
-                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                price_per_hour=_price(prices, (name, group_id), rep.metadata.labels),
                 from_node=rep.metadata.name,
             )
         elif notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY):
@@ -166,14 +177,14 @@ def _from_capi(
             spec = NodePoolSpec(
                 min_nodes=low,
                 max_nodes=high,
-                price_per_hour=_price(prices, name, None, template.metadata.labels),
+                price_per_hour=_price(prices, (name, group_id), template.metadata.labels),
                 template=template,
                 resource_slices=slices,
             )
         else:
             out.skipped.append(f"{where}: no node and no cpu/memory capacity annotations")
             continue
-        out.pools[name] = _pool(name, where, spec)
+        out.pools[name] = _pool(name, where, spec, group_id)
         claimed.update(n.metadata.name for n in members)
 
 
@@ -272,7 +283,7 @@ def _from_karpenter(
         room = _room(kp.spec.limits, rep, members)
         spec = NodePoolSpec(
             max_nodes=default_max if room is None else len(members) + room,
-            price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+            price_per_hour=_price(prices, (name,), rep.metadata.labels),
             priority=kp.spec.weight or 0,
         )
         if members:
@@ -309,7 +320,7 @@ def _from_labels(
             f"label {key}",
             NodePoolSpec(
                 max_nodes=max(default_max, len(members)),
-                price_per_hour=_price(prices, name, rep, rep.metadata.labels),
+                price_per_hour=_price(prices, (name,), rep.metadata.labels),
                 from_node=rep.metadata.name,
             ),
         )

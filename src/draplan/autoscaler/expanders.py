@@ -35,6 +35,10 @@ _SCORES: dict[str, Callable[[Option], float]] = {
 }
 
 
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
 def choose_by(
     items: Sequence[T],
     chain: Sequence[str],
@@ -46,9 +50,7 @@ def choose_by(
     remaining = list(items)
     for expander in chain:
         best = min(score(expander, o) for o in remaining)
-        remaining = [
-            o for o in remaining if abs(score(expander, o) - best) <= 1e-9 * max(1.0, abs(best))
-        ]
+        remaining = [o for o in remaining if _same(score(expander, o), best)]
         if len(remaining) == 1:
             break
     return min(remaining, key=name)
@@ -57,6 +59,15 @@ def choose_by(
 def choose(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) -> Option:
     """The expander chain over whole options: the one it picks."""
     return choose_by(options, chain, lambda e, o: _SCORES[e](o), lambda o: o.pool.metadata.name)
+
+
+def equal_best(options: Sequence[Option], chain: Sequence[str]) -> list[Option]:
+    """The options no expander of the chain tells from the chain's pick (only the name's
+    tie-break does)."""
+    if not options:
+        return []
+    best = choose(options, chain)
+    return [o for o in options if all(_same(_SCORES[e](o), _SCORES[e](best)) for e in chain)]
 
 
 def rank(options: Sequence[Option], chain: Sequence[str] = DEFAULT_EXPANDERS) -> list[Option]:

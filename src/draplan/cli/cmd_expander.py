@@ -10,7 +10,7 @@ from types import FrameType
 import click
 
 from draplan.cli.cmd_schedule import profile_from
-from draplan.cli.common import filename_option, load_state
+from draplan.cli.common import filename_option, load_state, prices_option, with_derived_pools
 from draplan.grpcplugin import Judge
 from draplan.scheduler import Scheduler
 
@@ -26,6 +26,7 @@ from draplan.scheduler import Scheduler
 @click.option("--tls-key", metavar="FILE", help="PEM private key of --tls-cert.")
 @click.option("--insecure", is_flag=True, help="Serve without TLS (tests and local use only).")
 @click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@prices_option
 def expander(
     filenames: tuple[str, ...],
     listen: str,
@@ -33,15 +34,17 @@ def expander(
     tls_key: str | None,
     insecure: bool,
     profile_path: str | None,
+    prices_path: str | None,
 ) -> None:
-    """Answer Cluster Autoscaler's BestOptions calls (--expander=grpc): keep the scale-up
-    options whose new nodes really host their pods' claims, best first. The cluster is read
-    once (-f or --kubeconfig); `draplan serve` keeps it current instead."""
+    """Answer Cluster Autoscaler's BestOptions calls (--expander=grpc): the one scale-up
+    option whose new nodes host their pods' claims best, judged on draplan's own view of each
+    node group (its NodePools, else the pools derived from the cluster's node groups). The
+    cluster is read once (-f or --kubeconfig); `draplan serve` keeps it current instead."""
     if not insecure and not (tls_cert and tls_key):
         raise click.UsageError("--tls-cert and --tls-key are required unless --insecure")
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
 
-    state = load_state(filenames)
+    state = with_derived_pools(load_state(filenames), prices_path)
     judge = Judge(Scheduler(profile_from(profile_path)))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -53,9 +53,8 @@ def start_expander(
     profile: Profile,
 ) -> grpc.Server:
     """CA's gRPC expander answering from the audit loop's state, under its lock (a call waits
-    for the step of an audit in progress: why, metrics or the scale-up). Before the first sync an
-    empty cluster answers: no option fits, so CA falls back to its next expander."""
-    from draplan.cluster.state import ClusterState
+    for the step of an audit in progress: why, metrics or the scale-up). Until the first
+    answers are published it answers UNAVAILABLE, so CA goes on with its own options."""
     from draplan.grpcplugin.judge import Judge
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
     from draplan.scheduler import Scheduler
@@ -65,7 +64,7 @@ def start_expander(
             addr,
             tls_cert,
             tls_key,
-            lambda: loop.state or ClusterState(),
+            lambda: loop.state if loop.answers is not None else None,
             insecure=insecure,
             judge=Judge(Scheduler(profile)),
             lock=loop.state_lock,

@@ -1,16 +1,23 @@
-"""Which of Cluster Autoscaler's scale-up options draplan would take, best first.
+"""Which of Cluster Autoscaler's scale-up options draplan would take.
 
 CA simulates pod by pod and weighs cpu and memory; draplan builds each option's nodes in a
 fork and lets its own scheduler and allocator place the option's pods there, gangs whole in
-one topology domain with their PodGroup-level claims. An option is kept only if its node count
-of its group's nodes hosts every one of its pods; kept options are ranked by the expander chain
-`expanders.DEVICE_AWARE`: cost per placed pod (at the node count CA would add), then the
-accelerators the new nodes strand (the FGD measure of `audit.stranded`), then least-waste."""
+one topology domain with their PodGroup-level claims, on draplan's own view of the group's
+devices (`groups`). Each option ends in one of three states:
+- kept: the option's node count of the group's nodes hosts some of its pods now (all of
+  them, or as many as that count holds when draplan's estimate needs more: CA adds the rest
+  in a later loop), or holds none now only because a gang needs more nodes than CA offers;
+- dropped: draplan is sure no node of the group hosts any of its pods;
+- not judged: draplan has no view of the group's devices (CA's template shows none) while
+  the pods need devices, or the option carries no pods or no nodes.
+Kept options are ranked by the expander chain `expanders.DEVICE_AWARE` (cost per pod placed
+at CA's node count, then the accelerators the new nodes strand by the FGD measure of
+`audit.stranded`, then least-waste); those that place pods now come before those that wait."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
@@ -18,15 +25,22 @@ from draplan.audit.metrics import workload_shapes
 from draplan.audit.stranded import StrandedMeter, accelerator_classes
 from draplan.autoscaler.ca import CAOption, least_waste
 from draplan.autoscaler.estimator import Capacity, PodClass
-from draplan.autoscaler.expanders import DEVICE_AWARE, rank
+from draplan.autoscaler.expanders import DEVICE_AWARE, equal_best, rank
 from draplan.autoscaler.options import Limits, Option
 from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.scaleup import ScaleUpPlanner
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.autoscaler.utilization import waste
+from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.grpcplugin.groups import node_group_pool
+from draplan.grpcplugin.groups import GroupView, node_group_view
+from draplan.grpcplugin.ids import parse
 from draplan.scheduler import Scheduler
+from draplan.scheduler.gangs import Gang
+
+# Resources every node template states, so a pod asking only for these is judged right on
+# CA's template node alone.
+_PLAIN = ("cpu", "memory", "ephemeral-storage", "pods")
 
 
 @dataclass(frozen=True)
@@ -41,17 +55,45 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A candidate judged: the option as draplan measured it, or why it is dropped."""
+    """A candidate judged: the option as draplan measured it at CA's node count (kept), or
+    why it is dropped or not judged."""
 
     candidate: Candidate
     option: Option | None
     reason: str = ""
+    view: str = ""  # what draplan judged the group with
+    judged: bool = True  # False: draplan cannot tell whether the group hosts the pods
+    needed: int = 0  # nodes of the group draplan's estimate needs for the pods it can host
+
+    @property
+    def placed(self) -> int:
+        return len(self.option.pods) if self.option is not None else 0
+
+    def debug(self) -> str:
+        """One line for CA's log (the option's `debug` field)."""
+        c = self.candidate
+        head = f"draplan: judged on {self.view}" if self.view else "draplan"
+        if self.option is None:
+            return f"{head}; {self.reason}"
+        cost = f"${self.option.cost_per_hour:.2f}/h"
+        text = f"{head}; {self.placed} of {len(c.pods)} pods on {c.node_count} new nodes, {cost}"
+        return f"{text}; {self.reason}" if self.reason else text
 
 
 @dataclass(frozen=True)
 class Answer:
     kept: list[Verdict]  # best first
-    dropped: list[Verdict]
+    dropped: list[Verdict]  # sure: the group's nodes host none of the option's pods
+    unjudged: list[Verdict] = field(default_factory=list)  # draplan cannot tell
+
+    def best(self, chain: Sequence[str] = DEVICE_AWARE) -> list[Verdict]:
+        """The best kept option, with those the ranking cannot tell from it."""
+        if not self.kept:
+            return []
+        first = self.kept[0]
+        same = [v for v in self.kept if (v.placed > 0) == (first.placed > 0)]
+        equal = {id(o) for o in equal_best([v.option for v in same if v.option], chain)}
+        return [first, *(v for v in same[1:] if id(v.option) in equal)]
 
 
 def _add_pending(state: ClusterState, pods: Sequence[Pod]) -> None:
@@ -69,6 +111,18 @@ def _meter(state: ClusterState) -> StrandedMeter:
     return StrandedMeter(classes, workload_shapes(state, classes))
 
 
+def _needs_devices(pod: Pod, template: Node | None) -> bool:
+    """Whether judging `pod` needs to know a node's devices: it has claims, or asks for a
+    resource the template node does not state (an extended resource DRA may back)."""
+    if pod.spec.resource_claims:
+        return True
+    stated = node_allocatable(template) if template is not None else {}
+    return any(
+        r not in _PLAIN and not r.startswith("hugepages-") and r not in stated
+        for r in pod_requests(pod)
+    )
+
+
 class Judge:
     """Judges options with one scheduler profile; `gangs` as the cluster's scheduler runs."""
 
@@ -78,8 +132,7 @@ class Judge:
         self.chain = tuple(chain)
 
     def answer(self, state: ClusterState, candidates: Sequence[Candidate]) -> Answer:
-        """Every candidate judged in a fork of `state` (left as it was), the fitting ones
-        ranked."""
+        """Every candidate judged in a fork of `state` (left as it was), the kept ranked."""
         verdicts = []
         with state.forked():
             for c in candidates:
@@ -88,19 +141,26 @@ class Judge:
             memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
             # CA offers the same pods to many groups: their gangs and classes are found once.
             sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
-            sorted_pods: dict[tuple[ObjectKey, ...], tuple[bool, list[PodClass]]] = {}
+            sorted_pods: dict[tuple[ObjectKey, ...], tuple[list[Gang], list[PodClass]]] = {}
             for c in candidates:
                 keys = tuple(sorted({key_of(p) for p in c.pods}))
                 if keys not in sorted_pods:
                     pods = [state.pods[k] for k in keys]
                     gangs, _ = sorting.units(state, pods)
-                    sorted_pods[keys] = (bool(gangs), sorting.classes(state, pods))
+                    sorted_pods[keys] = (gangs, sorting.classes(state, pods))
                 verdicts.append(self._judge(state, c, meter, memo, *sorted_pods[keys]))
-        kept = [v for v in verdicts if v.option is not None]
-        order = rank([v.option for v in kept if v.option is not None], self.chain)
-        position = {id(o): n for n, o in enumerate(order)}
-        kept.sort(key=lambda v: position[id(v.option)])
-        return Answer(kept, [v for v in verdicts if v.option is None])
+        kept = []
+        for now in (True, False):
+            these = [v.option for v in verdicts if v.option is not None and (v.placed > 0) == now]
+            order = {id(o): n for n, o in enumerate(rank(these, self.chain))}
+            kept += sorted(
+                (v for v in verdicts if id(v.option) in order), key=lambda v: order[id(v.option)]
+            )
+        return Answer(
+            kept,
+            [v for v in verdicts if v.option is None and v.judged],
+            [v for v in verdicts if not v.judged],
+        )
 
     def _judge(
         self,
@@ -108,39 +168,52 @@ class Judge:
         c: Candidate,
         meter: StrandedMeter,
         memo: dict[tuple[str, bytes], Capacity],
-        gangs: bool,
+        gangs: list[Gang],
         classes: list[PodClass],
     ) -> Verdict:
         """One candidate: gangs through the whole plan, other pods by node contents."""
-        if c.node_count <= 0 or not c.pods:
-            return Verdict(c, None, "no nodes or no pods in the option")
-        pool, how = node_group_pool(state, c.group_id, c.template, c.node_count)
-        if pool is None:
-            return Verdict(c, None, f"node group {c.group_id!r}: no NodePool, node or template")
-        planner = ScaleUpPlanner(self.scheduler, [pool], Limits(), self.chain, self.quiet)
+        if not c.pods or c.node_count <= 0:
+            return Verdict(c, None, "the option names no pods or no nodes", judged=False)
+        # Room for draplan's own estimate: each pod on a node of its own at worst.
+        view = node_group_view(state, parse(c.group_id), c.template, c.node_count + len(c.pods))
+        if view.pool is None:
+            why = "nothing says what a node of the group looks like (no pool, node or template)"
+            return Verdict(c, None, why, judged=False)
+        if not view.own and any(_needs_devices(p, c.template) for p in c.pods):
+            why = "the pods need devices, and CA's template node shows none"
+            return Verdict(c, None, why, view.how, judged=False)
+        planner = ScaleUpPlanner(self.scheduler, [view.pool], Limits(), self.chain, self.quiet)
         planner.capacities = memo
         if gangs:
             pods = [state.pods[k] for k in sorted({key_of(p) for p in c.pods})]
-            return self._build_all(state, c, planner, pods, how, meter)
-        chosen = planner.node_set(state, classes)
+            return self._build_all(state, c, planner, pods, gangs, view, meter)
+        caps = planner.capacity(state, view.pool, classes)
+        fitting = [cls for cls, cap in zip(classes, caps, strict=True) if cap.pods]
+        unfit = [cls.pods for cls, cap in zip(classes, caps, strict=True) if not cap.pods]
+        chosen = planner.node_set(state, fitting) if fitting else None
         if chosen is None:
-            return Verdict(c, None, self._dropped(state, c, pool, how, [k.pods for k in classes]))
-        return self._measure(state, c, classes, pool, chosen, meter)
+            reason = self._dropped(state, c, view, [k.pods for k in classes])
+            return Verdict(c, None, reason, view.how)
+        # CA adds its count: the nodes that hold the most pods, as many as it offers.
+        kept = sorted(chosen, key=lambda node: -sum(node[1]))[: c.node_count]
+        notes = [self._dropped(state, c, view, unfit)] if unfit else []
+        if len(chosen) > c.node_count:
+            notes.append(f"draplan's estimate needs {len(chosen)} nodes, CA offers {c.node_count}")
+        measured = self._measure(state, c, fitting, view.pool, kept, meter)
+        if measured.option is None:
+            return Verdict(c, None, measured.reason, view.how)
+        return Verdict(c, measured.option, "; ".join(notes), view.how, True, len(chosen))
 
     def _dropped(
-        self,
-        state: ClusterState,
-        c: Candidate,
-        pool: NodePool,
-        how: str,
-        missing: list[list[Pod]],
+        self, state: ClusterState, c: Candidate, view: GroupView, missing: list[list[Pod]]
     ) -> str:
-        """Why the pods `missing` (by class) are left over: what the scheduler says of the
-        first pod of each class on one empty node, else that the nodes are too few."""
+        """Why the pods `missing` (by class) fit no node of the group: what the scheduler says
+        of the first pod of each class on one empty node."""
         count = sum(len(m) for m in missing)
         some = f"{count} of {len(c.pods)}" if count < len(c.pods) else f"the {count}"
-        text = f"{some} pods do not fit on {c.node_count} new nodes of {c.group_id} ({how})"
-        whys = [self._why_not(state, pool, m[0]) for m in missing if m]
+        text = f"{some} pods fit no node of {c.group_id}"
+        assert view.pool is not None
+        whys = [self._why_not(state, view.pool, m[0]) for m in missing if m]
         return f"{text}: {next((w for w in whys if w), 'too few nodes')}"
 
     def _measure(
@@ -171,10 +244,15 @@ class Judge:
                 wasted += times * waste(state, [new.node])
                 stranded += times * meter.node(state, new.node).stranded
             nodes.extend([new] * times)
+        placed = [
+            key_of(p)
+            for i, cls in enumerate(classes)
+            for p in cls.pods[: sum(content[i] for _, content in chosen)]
+        ]
         option = Option(
             pool,
             nodes,
-            sorted(key_of(p) for p in c.pods),
+            sorted(placed),
             waste=wasted / len(nodes),
             devices=sum(len(rs.spec.devices) for n in nodes for rs in n.slices),
             stranded=stranded,
@@ -188,40 +266,53 @@ class Judge:
         c: Candidate,
         planner: ScaleUpPlanner,
         pods: list[Pod],
-        how: str,
+        gangs: list[Gang],
+        view: GroupView,
         meter: StrandedMeter,
     ) -> Verdict:
         """Gangs: every node built and every pod placed by the scheduler, gangs whole in one
-        topology domain."""
+        topology domain; at CA's node count, a gang counts only if all its members are on
+        the nodes CA adds."""
         pool = planner.pools[0]
         with state.forked():
             plan = planner.plan_pods(state, pods)
-            missing = [p for p in pods if key_of(p) not in plan.placed]
-            if missing:
+            if not plan.placed:
+                missing = [p for p in pods if key_of(p) not in plan.placed]
                 reason = next(
                     (plan.reasons[key_of(p)] for p in missing if key_of(p) in plan.reasons), ""
                 )
                 if reason:
-                    return Verdict(
-                        c,
-                        None,
-                        f"{len(missing)} of {len(pods)} pods do not fit on {c.node_count} new "
-                        f"nodes of {c.group_id} ({how}): {reason}",
-                    )
+                    text = f"none of the {len(pods)} pods fit new nodes of {c.group_id}: {reason}"
+                    return Verdict(c, None, text, view.how)
                 by_class = [k.pods for k in planner.classes(state, missing)]
-                return Verdict(c, None, self._dropped(state, c, pool, how, by_class))
+                return Verdict(c, None, self._dropped(state, c, view, by_class), view.how)
             nodes = [n for o in plan.options for n in o.nodes]
-            built = [n.node for n in nodes]
+            hosted: dict[str, int] = {}
+            for node in plan.placed.values():
+                hosted[node] = hosted.get(node, 0) + 1
+            ordered = sorted(nodes, key=lambda n: -hosted.get(n.node.metadata.name, 0))
+            kept = ordered[: c.node_count]
+            names = {n.node.metadata.name for n in kept}
+            on_kept = {k for k, node in plan.placed.items() if node in names}
+            for gang in gangs:
+                if not set(gang.members) & set(plan.placed) <= on_kept:
+                    on_kept -= set(gang.members)  # a gang split by CA's count runs later, whole
+            built = [n.node for n in kept]
             option = Option(
                 pool,
-                nodes,
-                sorted(plan.placed),
+                kept,
+                sorted(on_kept),
                 waste=waste(state, built),
-                devices=sum(o.devices for o in plan.options),
+                devices=sum(len(rs.spec.devices) for n in kept for rs in n.slices),
                 stranded=sum(meter.node(state, n).stranded for n in built),
                 count=c.node_count,
             )
-        return Verdict(c, option)
+        notes = []
+        if len(plan.placed) < len(pods):
+            notes.append(f"{len(pods) - len(plan.placed)} of {len(pods)} pods fit no new node")
+        if len(nodes) > c.node_count:
+            notes.append(f"draplan's estimate needs {len(nodes)} nodes, CA offers {c.node_count}")
+        return Verdict(c, option, "; ".join(notes), view.how, True, len(nodes))
 
     def _why_not(self, state: ClusterState, pool: NodePool, pod: Pod) -> str:
         """What the scheduler says of `pod` on one more empty node of `pool`."""
@@ -233,8 +324,10 @@ class Judge:
 
 
 def ca_chooser(judge: Judge) -> CAChooser:
-    """Cluster Autoscaler with draplan as its gRPC expander: draplan's pick among CA's options,
-    else CA's least-waste (the expander CA falls back to when the answer is empty)."""
+    """Cluster Autoscaler run with `--expander=grpc,least-waste` and draplan serving the gRPC
+    filter (`expander/factory/chain.go`, `grpcplugin/grpc_client.go`): one option answered is
+    taken; several go to least-waste; none ("[]") scales nothing this loop; an error (draplan
+    cannot judge) leaves least-waste all of CA's options."""
 
     def choose(state: ClusterState, options: list[CAOption]) -> CAOption | None:
         offered = [
@@ -242,9 +335,9 @@ def ca_chooser(judge: Judge) -> CAChooser:
             for o in options
         ]
         answer = judge.answer(state, offered)
-        if answer.kept:
-            best = answer.kept[0].candidate.group_id
-            return next(o for o in options if o.pool.metadata.name == best)
-        return least_waste(state, options)
+        named = {v.candidate.group_id for v in answer.best(judge.chain)}
+        if named:
+            return least_waste(state, [o for o in options if o.pool.metadata.name in named])
+        return least_waste(state, options) if answer.unjudged else None
 
     return choose

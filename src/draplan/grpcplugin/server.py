@@ -1,10 +1,22 @@
 """Cluster Autoscaler's gRPC expander (`--expander=grpc --grpc-expander-url=ADDR
 --grpc-expander-cert=CA.pem`), answered by draplan: `grpcplugin.Expander/BestOptions`.
 
-CA sends its scale-up options (node group id, node count, the pods) and each group's template
-node; draplan answers with the options that really host their pods, best first, or none (CA
-then falls back to its next expander). Requests are judged one at a time against the state
-`state_provider` returns, in a fork that is reverted."""
+What CA does with the answer (`expander/grpcplugin/grpc_client.go`, `BestOptions`, and
+`expander/factory/chain.go`): an error makes it go on with all its options (the next expander
+of `--expander=grpc,…`, else its random fallback); an empty answer makes the filter return
+none, so CA scales nothing that loop; otherwise it keeps the options whose ids the answer
+names (their order and every other field are ignored) and, if more than one, hands them to the
+next expander. So draplan answers:
+- UNAVAILABLE until the first answers on the listed objects are published (`serve`), so CA
+  goes on with its own choice instead of one made on a cluster not yet read;
+- FAILED_PRECONDITION when it cannot judge: no option is kept and some option's group has no
+  view of its devices (CA sends no ResourceSlices) or the option carries no pods;
+- no option only when it is sure no option's group hosts any of its pods;
+- else the single best option, or the few the ranking cannot tell apart, each with a `debug`
+  line saying what draplan judged the group with.
+CA's client accepts answers up to 128 MiB and sends options that repeat every pod's bytes
+(`gRPCMaxRecvMsgSize`), so the server accepts requests of that size too. Requests are judged
+one at a time against the state `state_provider` returns, in a fork that is reverted."""
 
 from __future__ import annotations
 
@@ -25,28 +37,38 @@ from draplan.grpcplugin.decode import (
     pod_from_bytes,
     pod_from_message,
 )
-from draplan.grpcplugin.judge import Answer, Candidate, Judge
+from draplan.grpcplugin.judge import Answer, Candidate, Judge, Verdict
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
 from draplan.scheduler import Scheduler, build_profile
 
 log = logging.getLogger("draplan.grpcplugin")
 
-StateProvider = Callable[[], ClusterState]
+# None until the answers a request may be judged against exist.
+StateProvider = Callable[[], ClusterState | None]
+MAX_MESSAGE = 128 << 20  # CA's client: gRPCMaxRecvMsgSize (grpc_client.go)
+NOT_READY = (
+    "draplan has not published its first answers on the cluster's objects yet; "
+    "Cluster Autoscaler goes on with its own options"
+)
 
 
 class TLSRequired(ValueError):
     """The expander was asked to listen without a certificate and key, and not --insecure."""
 
 
+def _template(request: expander_pb2.BestOptionsRequest, group: str) -> Node | None:
+    """The group's template node: CA 1.35+ writes only nodeBytesMap, 1.34 only nodeMap."""
+    if group in request.nodeBytesMap:
+        return node_from_bytes(request.nodeBytesMap[group])
+    if group in request.nodeMap:
+        return node_from_message(request.nodeMap[group])
+    return None
+
+
 def candidates(request: expander_pb2.BestOptionsRequest) -> list[Candidate]:
     """The request's options as draplan values; MalformedObject on bytes that are not a v1.Pod
-    or v1.Node. Upstream's byte fields win over its deprecated message fields."""
-    templates: dict[str, Node] = {}
-    for group, raw in sorted(request.nodeBytesMap.items()):
-        templates[group] = node_from_bytes(raw)
-    for group, message in sorted(request.nodeMap.items()):
-        if group not in templates:
-            templates[group] = node_from_message(message)
+    or v1.Node. Upstream's byte fields win over its deprecated message fields. CA sends every
+    group's template; only the offered groups' are read."""
     out = []
     decoded: dict[bytes, Pod] = {}  # CA offers the same pods to many groups
     for option in request.options:
@@ -56,21 +78,40 @@ def candidates(request: expander_pb2.BestOptionsRequest) -> list[Candidate]:
                 for raw in option.podBytes
             )
         else:
-            pods = tuple(pod_from_message(p) for p in option.pod)
-        out.append(
-            Candidate(option.nodeGroupId, option.nodeCount, pods, templates.get(option.nodeGroupId))
-        )
+            pods = tuple(
+                decoded[raw] if raw in decoded else decoded.setdefault(raw, pod_from_message(p))
+                for p in option.pod
+                for raw in (p.SerializeToString(deterministic=True),)
+            )
+        group = option.nodeGroupId
+        out.append(Candidate(group, option.nodeCount, pods, _template(request, group)))
     return out
 
 
-def _log(answer: Answer) -> None:
+def _log(answer: Answer, best: list[Verdict]) -> None:
     for v in answer.dropped:
         log.info("option %s dropped: %s", v.candidate.group_id, v.reason)
-    if not answer.kept:
+    for v in answer.unjudged:
+        log.info("option %s not judged: %s", v.candidate.group_id, v.reason)
+    for v in best:
+        log.info("option %s chosen: %s", v.candidate.group_id, v.debug())
+    if not best and not answer.unjudged:
         log.warning(
-            "no option fits (%d offered); Cluster Autoscaler falls back to its next expander",
+            "no option's node group hosts any of its pods (%d offered): Cluster Autoscaler "
+            "scales nothing this loop",
             len(answer.dropped),
         )
+
+
+def _cannot_judge(answer: Answer) -> str:
+    if not answer.unjudged:
+        return "the request offers no option; Cluster Autoscaler goes on with its own"
+    parts = [f"{v.candidate.group_id}: {v.reason}" for v in answer.unjudged[:5]]
+    more = f"; {len(answer.unjudged) - 5} more" if len(answer.unjudged) > 5 else ""
+    return (
+        f"draplan cannot judge {len(answer.unjudged)} option(s) and keeps none of the others "
+        f"({'; '.join(parts)}{more}); Cluster Autoscaler goes on with all its options"
+    )
 
 
 class ExpanderServicer(expander_pb2_grpc.ExpanderServicer):
@@ -95,13 +136,38 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServicer):
             offered = candidates(request)
         except MalformedObject as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        answer = None
         with self.lock:
-            answer = self.judge.answer(self.state_provider(), offered)
-        _log(answer)
-        by_group = {o.nodeGroupId: o for o in request.options}
+            state = self.state_provider()
+            if state is not None:
+                answer = self.judge.answer(state, offered)
+        if answer is None:
+            context.abort(grpc.StatusCode.UNAVAILABLE, NOT_READY)
+        best = answer.best(self.judge.chain)
+        _log(answer, best)
+        if not best and (answer.unjudged or not offered):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, _cannot_judge(answer))
         return expander_pb2.BestOptionsResponse(
-            options=[by_group[v.candidate.group_id] for v in answer.kept]
+            options=[
+                expander_pb2.Option(
+                    nodeGroupId=v.candidate.group_id,
+                    nodeCount=v.candidate.node_count,
+                    debug=v.debug(),
+                )
+                for v in best
+            ]
         )
+
+
+def new_server(workers: int = 4) -> grpc.Server:
+    """A gRPC server that takes messages as large as Cluster Autoscaler sends."""
+    return grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+        ],
+    )
 
 
 def add_expander(
@@ -141,7 +207,7 @@ def start_expander_server(
 ) -> grpc.Server:
     """A started gRPC server answering CA's expander calls at `addr`; stop it with `.stop()`.
     `state_provider` is called under `lock` for every request."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server = new_server()
     add_expander(
         server,
         addr,

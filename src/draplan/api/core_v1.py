@@ -51,10 +51,20 @@ class ContainerImage(KubeStruct, frozen=True):
     size_bytes: Int64 = 0
 
 
+class NodeCondition(KubeStruct, frozen=True):
+    """The parts of a node condition the autoscaler reads (Ready, and since when)."""
+
+    type: str
+    status: str = ""
+    last_transition_time: str | None = None
+    reason: str = ""
+
+
 class NodeStatus(KubeStruct, frozen=True):
     capacity: ResourceList = {}
     allocatable: ResourceList = {}
     images: tuple[ContainerImage, ...] = ()  # read by ImageLocality
+    conditions: tuple[NodeCondition, ...] = ()
 
 
 class Node(KubeStruct, frozen=True):

@@ -22,8 +22,9 @@ MAX_JOBS = 100_000
 # draplan's planner on the device-plugin count view; dra: draplan's planner; both place pods
 # one by one (kube-scheduler without gang scheduling), so a gang can run in part and its
 # devices count as partial-gang GPU-hours; +gang-atomic: gangs placed and scaled whole (the
-# 1.37 scheduler's Workload / PodGroup gangs); ca+…: Cluster Autoscaler's loop (its options,
-# pod by pod on the count view) choosing by its least-waste or by draplan as its gRPC expander.
+# 1.37 scheduler's Workload / PodGroup gangs); ca+…: Cluster Autoscaler 1.36's loop with DRA
+# (its options, pod by pod on its templates and their ResourceSlices, `autoscaler.ca`) choosing
+# by its least-waste or by draplan as its gRPC expander (`--expander=grpc,least-waste`).
 DEFAULT_POLICIES = ("legacy", "dra", "dra+gang-atomic")
 SCENARIO_POLICIES = (
     "legacy",

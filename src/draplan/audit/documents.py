@@ -12,7 +12,9 @@ from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.ca import ca_outcome, ca_views
 from draplan.autoscaler.notriggered import not_triggered
+from draplan.autoscaler.plan import default_now
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import gated_pods
 
@@ -46,11 +48,17 @@ def scale_up_document(state: ClusterState, autoscaler: Autoscaler) -> dict[str, 
 
 
 def plan_document(
-    state: ClusterState, autoscaler: Autoscaler, *, moves: bool = True, reasons: bool = True
+    state: ClusterState,
+    autoscaler: Autoscaler,
+    *,
+    moves: bool = True,
+    reasons: bool = True,
+    ca: bool = True,
 ) -> tuple[Plan, dict[str, Any]]:
     """The plan for the pending pods now, and its document with the scheduling-gated pods
-    (which no scale-up is for) and, with `reasons`, what each pool's empty node says to the
-    pods still pending (CA's NotTriggerScaleUp). `state` is left as it was."""
+    (which no scale-up is for); with `reasons`, what each group's template says to the pods
+    still pending (CA's NotTriggerScaleUp); with `ca`, what Cluster Autoscaler itself does on
+    the same cluster. `state` is left as it was."""
     gated = gated_pods(state)
     with state.forked():  # the plan places pods on the state it is given
         plan = autoscaler.plan(state, moves=moves)
@@ -59,6 +67,7 @@ def plan_document(
         {"pod": "/".join(key_of(p)), "schedulingGates": [g.name for g in p.spec.scheduling_gates]}
         for p in gated
     ]
+    now = default_now(state)
     if reasons and plan.pending:
         added: dict[str, int] = {}
         for o in plan.scale_up:
@@ -66,11 +75,19 @@ def plan_document(
         blocked = not_triggered(
             state,
             autoscaler.scheduler,
-            list(state.node_pools.values()),
+            ca_views(state, now),
             [state.pods[k] for k, _, _ in plan.pending if k in state.pods],
             added,
         )
         doc["notTriggerScaleUp"] = [
-            {"pod": "/".join(b.pod), "message": b.message, "nodeGroups": b.groups} for b in blocked
+            {
+                "pod": "/".join(b.pod),
+                "message": b.message,
+                "nodeGroups": b.groups,
+                **({"notes": b.notes} if b.notes else {}),
+            }
+            for b in blocked
         ]
+    if ca:
+        doc["clusterAutoscaler"] = ca_outcome(state, now, autoscaler.limits).to_dict()
     return plan, doc

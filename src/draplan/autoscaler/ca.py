@@ -1,27 +1,65 @@
-"""Cluster Autoscaler's own scale-up, as draplan models it: the options its node groups offer
-and its least-waste expander, so that draplan's choice can be put beside CA's.
+"""Cluster Autoscaler 1.36 as it is, so that draplan's choice can be put beside CA's.
 
-CA simulates pod by pod on its node-group templates, in the device-plugin count view here
-(`legacy.lossy_state`: no slices, no claims, no gangs), and each node group becomes an option:
-the pods one group would take and how many of its nodes that needs. Its `least-waste`
-expander (cluster-autoscaler/expander/waste) scores an option by the unused fraction of cpu
-plus that of memory on the option's new nodes, from the pods' container requests and the
-template node's resources: devices do not count. Ties go to the smallest group name here (CA
-picks one at random)."""
+- Node groups: the pools CA manages — NodePools, and the pools derived from Cluster API and
+  from cloud node-group labels — not Karpenter's (another autoscaler adds those nodes).
+- Templates (`processors/nodeinfosprovider/mixed_nodeinfos_processor.go`, `Process`): a copy of
+  a node of the group that has been Ready for a minute and is schedulable
+  (`isNodeGoodTemplateCandidate`), with its ResourceSlices (`TemplateNodeInfoFromExampleNodeInfo`
+  sanitizes them with the node); else the cloud provider's template: for Cluster API the node
+  the capacity annotations describe (`clusterapi_nodegroup.go`, `TemplateNodeInfo`), whose one
+  `dra-driver` ResourceSlice CA 1.36.1 writes without `resourceSliceCount`, so the allocator
+  takes the pool for incomplete and allocates no claim from it: CA never scales such a group
+  from zero for a DRA claim; for AWS and GCE groups the instance template, which carries no
+  ResourceSlices (`AwsNodeGroup.TemplateNodeInfo`); a NodePool's template as written; last, a
+  node that is not Ready. A node without a Ready condition (a hand-written dump) counts as
+  Ready for long.
+- Options: for each group, the pending pods its template's nodes take, pod by pod (no gangs,
+  no topology domains), with DRA claims allocated on the template's devices — after the pods
+  that fit existing nodes are set aside (`core/podlistprocessor/filter_out_schedulable.go`).
+- `least-waste` (`expander/waste`) scores an option by the unused fraction of cpu plus that of
+  memory on its new nodes: devices do not count. Ties go to the smallest group name here (CA
+  picks one at random)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from draplan.api.draplan_v1alpha1 import NodePool
-from draplan.autoscaler.legacy import lossy_state
+import msgspec
+
+from draplan.api import clusterapi
+from draplan.api.core_v1 import Node
+from draplan.api.draplan_v1alpha1 import NodePool, NodeTemplate, NodeTemplateMeta
+from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID, from_zero
 from draplan.autoscaler.options import Limits
+from draplan.autoscaler.provreq import parse_time
 from draplan.autoscaler.scaleup import ScaleUpPlanner, pending_pods
-from draplan.autoscaler.templates import make_node
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
 from draplan.cluster.podresources import node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler, build_profile
+
+VERSION = "1.36"
+STABILIZATION = timedelta(minutes=1)  # mixed_nodeinfos_processor.go: stabilizationDelay
+# CA 1.36.1 writes its scale-from-zero ResourceSlice with no resourceSliceCount (0), which the
+# API server would refuse; a count above the slices present is the same to the allocator.
+_INCOMPLETE_COUNT = 2
+INCOMPLETE = (
+    "its template's ResourceSlice has no resourceSliceCount (CA 1.36), so the allocator "
+    "takes the pool for incomplete and allocates no claim on it"
+)
+
+
+@dataclass(frozen=True)
+class CAGroup:
+    """A node group as CA sees it: the pool (what a real new node is) and the template CA
+    simulates with (None: CA has none and leaves the group out), and where it comes from."""
+
+    pool: NodePool
+    template: NodePool | None
+    source: str
+    note: str = ""  # why CA's template differs from what a new node really is
 
 
 @dataclass(frozen=True)
@@ -33,23 +71,142 @@ class CAOption:
     pods: tuple[ObjectKey, ...]
 
 
-def ca_options(state: ClusterState, limits: Limits | None = None) -> list[CAOption]:
-    """Each NodePool's option for the pending pods, simulated pod by pod in the count view
-    after the pods that fit existing nodes there are set aside (CA's filter_out_schedulable)."""
-    lossy = lossy_state(state)
-    scheduler = Scheduler(build_profile(), gangs=False)
-    if lossy.nodes:
-        scheduler.run(lossy)
-    pending = pending_pods(lossy)
-    if not pending:
-        return []
-    planner = ScaleUpPlanner(scheduler, list(lossy.node_pools.values()), limits)
+def readiness(node: Node) -> tuple[bool, datetime | None]:
+    """Whether the node is Ready, and since when (`utils/kubernetes` GetReadinessState); a node
+    without a Ready condition counts as Ready, since an unknown time."""
+    for cond in node.status.conditions:
+        if cond.type == "Ready":
+            return cond.status == "True", parse_time(cond.last_transition_time)
+    return True, None
+
+
+def good_template(node: Node, now: datetime) -> bool:
+    """`isNodeGoodTemplateCandidate`: Ready for a minute, and schedulable."""
+    ready, since = readiness(node)
+    stable = since is None or since + STABILIZATION < now
+    return ready and stable and not node.spec.unschedulable
+
+
+def managed(pool: NodePool) -> bool:
+    """Whether CA manages the pool's node group (Karpenter's NodePools it does not)."""
+    return not pool.metadata.annotations.get(DERIVED_FROM, "").startswith("Karpenter")
+
+
+def _copying(pool: NodePool, node: Node) -> NodePool:
+    spec = msgspec.structs.replace(
+        pool.spec, from_node=node.metadata.name, template=None, resource_slices=()
+    )
+    return msgspec.structs.replace(pool, spec=spec)
+
+
+def _provider_template(state: ClusterState, pool: NodePool) -> tuple[NodePool, str, str] | None:
+    """The cloud provider's template of the group, where it has one: the template, where it
+    comes from, and how it differs from a real new node."""
+    group_id = pool.metadata.annotations.get(NODE_GROUP_ID, "")
+    source = pool.metadata.annotations.get(DERIVED_FROM, "")
+    if group_id:
+        res = next(
+            (
+                o
+                for o in state.others
+                if isinstance(o, clusterapi.MachineDeployment | clusterapi.MachinePool)
+                and clusterapi.node_group_id(o) == group_id
+            ),
+            None,
+        )
+        notes = res.metadata.annotations if res is not None else {}
+        if res is None or not (notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY)):
+            return None
+        template, slices = from_zero(res)
+        incomplete = tuple(
+            msgspec.structs.replace(
+                s, pool=msgspec.structs.replace(s.pool, resource_slice_count=_INCOMPLETE_COUNT)
+            )
+            for s in slices
+        )
+        spec = msgspec.structs.replace(
+            pool.spec, from_node="", template=template, resource_slices=incomplete
+        )
+        where = f"the scale-from-zero annotations of {source}"
+        return msgspec.structs.replace(pool, spec=spec), where, INCOMPLETE if slices else ""
+    if source.startswith("label "):
+        members = pool_members(state, pool)
+        if not members:
+            return None
+        donor = members[0]
+        template = NodeTemplate(
+            metadata=NodeTemplateMeta(labels=dict(donor.metadata.labels)),
+            spec=donor.spec,
+            status=msgspec.structs.replace(donor.status, conditions=()),
+        )
+        spec = msgspec.structs.replace(
+            pool.spec, from_node="", template=template, resource_slices=()
+        )
+        note = "the cloud provider's instance template carries no ResourceSlices"
+        return msgspec.structs.replace(pool, spec=spec), "the instance template", note
+    return pool, "the NodePool's template", ""
+
+
+def ca_group(state: ClusterState, pool: NodePool, now: datetime) -> CAGroup:
+    """CA's template of one group at `now`."""
+    members = pool_members(state, pool)
+    good = next((n for n in members if good_template(n, now)), None)
+    if good is not None:
+        return CAGroup(pool, _copying(pool, good), f"node {good.metadata.name}")
+    provided = _provider_template(state, pool)
+    if provided is not None:
+        template, source, note = provided
+        if members:
+            source += " (no node of the group has been Ready and schedulable for a minute)"
+        return CAGroup(pool, template, source, note)
+    if members:
+        return CAGroup(pool, _copying(pool, members[0]), f"node {members[0].metadata.name}")
+    return CAGroup(pool, None, "no node and no provider template: CA leaves the group out")
+
+
+def ca_groups(state: ClusterState, now: datetime) -> list[CAGroup]:
+    return [ca_group(state, p, now) for _, p in sorted(state.node_pools.items()) if managed(p)]
+
+
+def ca_views(state: ClusterState, now: datetime) -> list[tuple[NodePool, str]]:
+    """What each pool's empty node is to CA, for its NotTriggerScaleUp reasons: CA's template
+    of the groups it manages (with why it differs from a real new node), a Karpenter pool as
+    it is; a group CA has no template of is left out, as CA leaves it."""
     out = []
-    for pool in planner.pools:
-        option = planner.simulate(lossy, pool, pending)
-        if option is not None:
-            name = pool.metadata.name
-            out.append(CAOption(state.node_pools[name], len(option.nodes), tuple(option.pods)))
+    for _, pool in sorted(state.node_pools.items()):
+        if not managed(pool):
+            out.append((pool, ""))
+            continue
+        group = ca_group(state, pool, now)
+        if group.template is not None:
+            out.append((group.template, group.note))
+    return out
+
+
+def ca_options(
+    state: ClusterState,
+    now: datetime,
+    limits: Limits | None = None,
+    groups: Sequence[CAGroup] | None = None,
+) -> list[CAOption]:
+    """Each group's option for the pending pods, simulated pod by pod on CA's template after
+    the pods that fit existing nodes there are set aside (CA's filter_out_schedulable)."""
+    groups = ca_groups(state, now) if groups is None else groups
+    scheduler = Scheduler(build_profile(), gangs=False)
+    out = []
+    with state.forked():
+        scheduler.run(state)
+        pending = pending_pods(state)
+        if not pending:
+            return []
+        templates = [g.template for g in groups if g.template is not None]
+        planner = ScaleUpPlanner(scheduler, templates, limits)
+        for group in groups:
+            if group.template is None:
+                continue
+            option = planner.simulate(state, group.template, pending)
+            if option is not None:
+                out.append(CAOption(group.pool, len(option.nodes), tuple(option.pods)))
     return out
 
 
@@ -76,3 +233,63 @@ def least_waste(state: ClusterState, options: Sequence[CAOption]) -> CAOption | 
     if not options:
         return None
     return min(options, key=lambda o: (wasted_score(state, o), o.pool.metadata.name))
+
+
+@dataclass(frozen=True)
+class CAOutcome:
+    """What Cluster Autoscaler 1.36 (`--expander=least-waste`) does in one loop: its groups'
+    templates, its options, the one it adds, and which pods that starts."""
+
+    groups: list[CAGroup]
+    options: list[CAOption]
+    chosen: CAOption | None
+    started: tuple[ObjectKey, ...]  # pending pods that start only once CA's new nodes are there
+
+    def to_dict(self) -> dict[str, object]:
+        def pods(keys: Sequence[ObjectKey]) -> list[str]:
+            return [f"{k[0]}/{k[1]}" for k in keys]
+
+        chosen = self.chosen
+        return {
+            "version": VERSION,
+            "expander": "least-waste",
+            "nodeGroups": [
+                {
+                    "nodeGroup": g.pool.metadata.name,
+                    "template": g.source,
+                    **({"note": g.note} if g.note else {}),
+                }
+                for g in self.groups
+            ],
+            "options": [
+                {"nodeGroup": o.pool.metadata.name, "add": o.node_count, "pods": pods(o.pods)}
+                for o in self.options
+            ],
+            "scaleUp": None
+            if chosen is None
+            else {
+                "nodeGroup": chosen.pool.metadata.name,
+                "add": chosen.node_count,
+                "pods": pods(chosen.pods),
+                "podsStarted": pods(self.started),
+            },
+        }
+
+
+def ca_outcome(state: ClusterState, now: datetime, limits: Limits | None = None) -> CAOutcome:
+    """CA's loop on `state` (left as it was): its least-waste pick among its options, added
+    whole, and the pods the real scheduler then places on those nodes."""
+    groups = ca_groups(state, now)
+    options = ca_options(state, now, limits, groups)
+    chosen = least_waste(state, options)
+    started: tuple[ObjectKey, ...] = ()
+    if chosen is not None:
+        scheduler = Scheduler(build_profile())
+        with state.forked():
+            scheduler.run(state)  # what fits existing nodes runs there first
+            namer = NodeNamer(state, chosen.pool)
+            for _ in range(chosen.node_count):
+                name, labels = namer.next()
+                add_new_node(state, make_node(state, chosen.pool, name, labels))
+            started = tuple(sorted(r.key for r in scheduler.run(state) if r.node))
+    return CAOutcome(groups, options, chosen, started)

@@ -95,7 +95,7 @@ def _capi_members(state: ClusterState, res: ScalableResource) -> list[Node]:
     return out
 
 
-def _from_zero(res: ScalableResource) -> tuple[NodeTemplate, tuple[ResourceSliceSpec, ...]]:
+def from_zero(res: ScalableResource) -> tuple[NodeTemplate, tuple[ResourceSliceSpec, ...]]:
     """The node CA's clusterapi provider builds for an empty group (`TemplateNodeInfo`)."""
     notes = res.metadata.annotations
     capacity = {
@@ -173,7 +173,7 @@ def _from_capi(
                 from_node=rep.metadata.name,
             )
         elif notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY):
-            template, slices = _from_zero(res)
+            template, slices = from_zero(res)
             spec = NodePoolSpec(
                 min_nodes=low,
                 max_nodes=high,

@@ -2,12 +2,15 @@
 Autoscaler's NotTriggerScaleUp event says it: "pod didn't trigger scale-up: 1 node(s) had
 untolerated taint {nvidia.com/gpu: present}, 1 max node group size reached" (each reason
 with the number of node groups it stopped; `core/scaleup/orchestrator` aggregates the
-template node's predicate reasons and the groups skipped at their maximum)."""
+template node's predicate reasons and the groups skipped at their maximum). Each group is
+judged on the template CA itself simulates (`ca.ca_group`), with a note where that template
+is not what a new node of the group really is."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Pod
@@ -28,6 +31,7 @@ class NotTriggered:
 
     pod: ObjectKey
     groups: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # group -> why CA's template differs
 
     @property
     def message(self) -> str:
@@ -45,15 +49,16 @@ def _reason(text: str) -> str:
 def not_triggered(
     state: ClusterState,
     scheduler: Scheduler,
-    pools: list[NodePool],
+    views: Sequence[tuple[NodePool, str]],
     pods: list[Pod],
     added: dict[str, int] | None = None,
 ) -> list[NotTriggered]:
-    """For each pod, what an empty new node of each pool says to it, judged alone. `state`
-    is the cluster before the plan (whose scale-down may remove a node a pool copies);
-    `added` counts the nodes the plan adds per pool, toward its maximum."""
+    """For each pod, what an empty new node of each group's template says to it, judged
+    alone; `views` are the templates (named as their groups) with a note each. `state` is
+    the cluster before the plan (whose scale-down may remove a node a pool copies); `added`
+    counts the nodes the plan adds per group, toward its maximum."""
     out = {key_of(p): NotTriggered(key_of(p)) for p in pods}
-    for pool in sorted(pools, key=lambda p: p.metadata.name):
+    for pool, note in sorted(views, key=lambda v: v[0].metadata.name):
         name = pool.metadata.name
         size = len(pool_members(state, pool)) + (added or {}).get(name, 0)
         full = size >= pool.spec.max_nodes
@@ -68,4 +73,6 @@ def not_triggered(
                 else:
                     why = MAX_SIZE_REACHED if full else FITS_ALONE
                 out[key_of(pod)].groups[name] = why
+                if note:
+                    out[key_of(pod)].notes[name] = note
     return [out[k] for k in sorted(out)]

@@ -290,11 +290,13 @@ class Autoscaler:
 
     # --- scale-up -------------------------------------------------------------------------
 
-    def _ca_scale_up(self, state: ClusterState, plan: Plan, ca_choose: CAChooser) -> None:
-        """Cluster Autoscaler's loop: its node groups' options (pod by pod, counts), one of
-        them chosen by `ca_choose` and added whole; the real scheduler then places what it
-        can (a wrong-shaped group's nodes stay empty)."""
-        options = ca_options(state, self.limits)
+    def _ca_scale_up(
+        self, state: ClusterState, plan: Plan, ca_choose: CAChooser, now: datetime
+    ) -> None:
+        """Cluster Autoscaler's loop: its node groups' options (pod by pod on its templates),
+        one of them chosen by `ca_choose` and added whole; the real scheduler then places what
+        it can (a wrong-shaped group's nodes stay empty)."""
+        options = ca_options(state, now, self.limits)
         best = ca_choose(state, options) if options else None
         if best is None:
             return
@@ -419,7 +421,7 @@ class Autoscaler:
         if self.legacy:
             self._legacy_scale_up(state, plan)
         elif self.ca_choose is not None:
-            self._ca_scale_up(state, plan, self.ca_choose)
+            self._ca_scale_up(state, plan, self.ca_choose, now)
         else:
             scale_up = self.planner(state).plan(state)
             plan.scale_up.extend(scale_up.options)

@@ -94,7 +94,8 @@ def node_copy(state: ClusterState, source: Node) -> tuple[dict[str, Any], list[d
             }
         },
         "spec": to_builtins(source.spec),
-        "status": to_builtins(source.status),
+        # A new node reports conditions of its own.
+        "status": {k: v for k, v in to_builtins(source.status).items() if k != "conditions"},
     }
     slices = []
     for rs in state.node_slices(old):

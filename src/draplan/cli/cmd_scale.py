@@ -104,7 +104,13 @@ def scale(
         legacy=legacy,
     )
     gated = gated_pods(state)
-    plan, doc = plan_document(state, autoscaler, moves=moves, reasons=output in ("json", "wide"))
+    plan, doc = plan_document(
+        state,
+        autoscaler,
+        moves=moves,
+        reasons=output in ("json", "wide"),
+        ca=output in ("table", "wide", "json"),
+    )
     if output == "json":
         emit_json(doc)
     elif output == "yaml":
@@ -127,6 +133,8 @@ def scale(
                 for u in doc["scaleUp"]
             ],
         )
+        if "clusterAutoscaler" in doc:
+            emit_ca_table(doc["clusterAutoscaler"])
         made = [m for m in doc["moves"] if m["made"]]
         offered = [m for m in doc["moves"] if not m["made"]]
         if made:
@@ -200,6 +208,30 @@ def _moves_table(title: str, moves: list[dict[str, Any]], wide: bool) -> None:
             ]
             for m in moves
         ],
+    )
+
+
+def emit_ca_table(ca: dict[str, Any]) -> None:
+    """What Cluster Autoscaler itself does on the same cluster, group by group."""
+    chosen = ca["scaleUp"]
+    if chosen is None:
+        title = "nothing: no node group's template hosts a pending pod"
+    else:
+        title = (
+            f"+{chosen['add']} {chosen['nodeGroup']} for {len(chosen['pods'])} pods, "
+            f"{len(chosen['podsStarted'])} start"
+        )
+    options = {o["nodeGroup"]: o for o in ca["options"]}
+    rows = []
+    for g in ca["nodeGroups"]:
+        option = options.get(g["nodeGroup"])
+        offered = f"+{option['add']} for {len(option['pods'])} pods" if option else "-"
+        template = g["template"] + (f"; {g['note']}" if g.get("note") else "")
+        rows.append([g["nodeGroup"], offered, template])
+    emit_table(
+        f"Cluster Autoscaler {ca['version']} ({ca['expander']}) on the same cluster: {title}",
+        ["NODE GROUP", "OPTION", "TEMPLATE"],
+        rows,
     )
 
 

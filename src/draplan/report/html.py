@@ -65,7 +65,10 @@ def _story(results: list[SimResult]) -> str:
     best = by[best_name]
     saved = legacy["cost"] - best["cost"]
     return (
-        f"<p>The legacy, count-based autoscaler added {legacy['nodesAdded']} nodes, "
+        f"<p>The legacy, count-based autoscaler (one that counts device-plugin GPUs, as "
+        "Cluster Autoscaler does without DRA; with DRA, CA simulates each claim on its "
+        "templates' ResourceSlices and rejects wrongly shaped groups itself) added "
+        f"{legacy['nodesAdded']} nodes, "
         f"{legacy['wastedNodes']} of which never hosted the work they were added for "
         f"({legacy['wastedNodeHours']} node-hours), and partial gangs held "
         f"{legacy['partialGangGpuHours']} GPU-hours. With <b>{escape(best_name)}</b> "

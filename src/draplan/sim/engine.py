@@ -11,9 +11,12 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from draplan.api.core_v1 import Pod
+import msgspec
+
+from draplan.api.core_v1 import NodeCondition, Pod
 from draplan.api.draplan_v1alpha1 import SCENARIO_POLICIES
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
 from draplan.api.features import FeatureGates
@@ -31,7 +34,7 @@ from draplan.grpcplugin import Judge, ca_chooser
 from draplan.scheduler import Profile, Scheduler, build_profile
 from draplan.sim.metrics import Recorder
 from draplan.sim.stranded import StrandedMeter
-from draplan.sim.workloads import Job
+from draplan.sim.workloads import EPOCH, Job, timestamp
 
 POLICIES = SCENARIO_POLICIES
 
@@ -192,9 +195,13 @@ class Simulation:
         self._changed()
 
     def _ready(self, names: list[str]) -> None:
-        """The nodes of one scale-up join together (one node-group resize)."""
+        """The nodes of one scale-up join together (one node-group resize), Ready from now
+        (Cluster Autoscaler takes a node for its group's template a minute later)."""
+        ready = NodeCondition(type="Ready", status="True", last_transition_time=timestamp(self.now))
         for name in names:
             new, pool, intended = self.upcoming.pop(name)
+            status = msgspec.structs.replace(new.node.status, conditions=(ready,))
+            new = NewNode(msgspec.structs.replace(new.node, status=status), new.slices)
             add_new_node(self.state, new)
             self.rec.node_added(name, new.node, self.now, pool=pool, intended=intended)
         self._changed()
@@ -248,7 +255,8 @@ class Simulation:
         with self.state.forked():
             for new, _, _ in self.upcoming.values():
                 add_new_node(self.state, new)  # upcoming nodes count, as in Cluster Autoscaler
-            plan = self.autoscaler.plan(self.state, explain=False, scale_down=False)
+            now = EPOCH + timedelta(seconds=self.now)
+            plan = self.autoscaler.plan(self.state, now, explain=False, scale_down=False)
         for option in plan.scale_up:
             delay = float(option.pool.spec.provisioning_delay_seconds)
             batch = []

@@ -18,7 +18,7 @@ from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.ca import INCOMPLETE, ca_group, ca_options, ca_outcome, good_template
 from draplan.autoscaler.derived import derive_pools
 from draplan.cluster.state import ClusterState
-from scale_scenarios import node, pod, resource_slice, template, write
+from scale_scenarios import device_class, node, pod, resource_slice, template, write
 
 GAUDI = "habana.ai"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -29,12 +29,7 @@ def _at(t: datetime) -> str:
 
 
 def _gaudi_class() -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gaudi.habana.ai"},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{GAUDI}'"}}]},
-    }
+    return device_class("gaudi.habana.ai", f"device.driver == '{GAUDI}'")
 
 
 def _cards(n: int) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.audit.reach import allocation_error, relaxed
 from draplan.autoscaler import Autoscaler, Plan
+from draplan.autoscaler.derived import MAX_NODES_REASON
 from draplan.autoscaler.moves import unlabel
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
@@ -133,6 +134,20 @@ class PoolAdvisor:
             name = pool.metadata.name
             # Room for every pod the raised plan serves from this pool, not only this one.
             need = self._size(pool) + added[name]
+            fixed = pool.metadata.annotations.get(MAX_NODES_REASON)
+            if fixed:
+                # A size no setting changes (one multi-host TPU slice): another pool is the fix.
+                return PoolVerdict(
+                    LIMITED,
+                    f"Pool {name} could host it but holds at most {pool.spec.max_nodes} nodes: "
+                    f"{fixed}; add a node pool of its kind for it.",
+                    evidence,
+                    {
+                        "action": "add a node pool like it",
+                        "pool": name,
+                        "add": need - self._size(pool),
+                    },
+                )
             return PoolVerdict(
                 LIMITED,
                 f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "

@@ -18,10 +18,21 @@ Precedence (a node belongs to the first source that claims it; a name is taken o
 The node copied is the first member by name, so the same dump gives the same pools. Prices:
 the price table by pool name, else by the node's instance type, else the node's
 `draplan.io/price-per-hour` label, else 0.
+
+Slices and domains: a pool whose nodes are the hosts of one multi-host TPU slice (GKE's
+`cloud.google.com/gke-tpu-topology`, chips per host from `gke-accelerator-count`, the
+`google.com/tpu` allocatable or the node's TPU devices) is that slice: GKE makes a multi-host
+slice a node pool of its own, created and deleted whole, so the pool holds at most its hosts
+(`draplan.io/max-nodes-reason` says so in messages) and shrinks only whole
+(`draplan.io/slice-nodes`). A label a gang's topology constraint names, carried by every node
+of a pool, becomes the pool's topology: new nodes join the domain their copy names, or with
+several domains, domains of as many nodes as the largest has.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -39,6 +50,7 @@ from draplan.api.draplan_v1alpha1 import (
     NodePoolSpec,
     NodeTemplate,
     NodeTemplateMeta,
+    TopologyPlacement,
 )
 from draplan.api.karpenter import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL, KarpenterNodePool
 from draplan.api.meta import ObjectMeta
@@ -47,6 +59,7 @@ from draplan.api.resource_v1 import ResourceSliceSpec
 from draplan.autoscaler.templates import node_copy
 from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.state import ClusterState
+from draplan.scheduler.gangs import find_gangs
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its source
@@ -54,7 +67,61 @@ DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its so
 # clusterapi provider gives the group, `<Kind>/<namespace>/<name>` (`clusterapi_unstructured.go`,
 # `unstructuredScalableResource.ID`), by which the gRPC expander finds the pool.
 NODE_GROUP_ID = "draplan.io/node-group-id"
+# On a pool whose size is fixed by what it is, not by a setting: why it holds no more nodes.
+MAX_NODES_REASON = "draplan.io/max-nodes-reason"
+# On a pool that is one multi-host slice: its hosts, added and removed only together.
+SLICE_NODES = "draplan.io/slice-nodes"
+TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+TPU_CHIPS = "cloud.google.com/gke-accelerator-count"
+TPU_RESOURCE = "google.com/tpu"
 DEFAULT_MAX_NODES = 100
+
+
+def tpu_slice(state: ClusterState, members: list[Node]) -> tuple[str, int] | None:
+    """(topology, hosts) when `members` are hosts of one multi-host TPU slice."""
+    topologies = {n.metadata.labels.get(TPU_TOPOLOGY, "") for n in members}
+    if len(topologies) != 1 or not (topology := topologies.pop()):
+        return None
+    dims = topology.split("x")
+    if not all(d.isdigit() and int(d) > 0 for d in dims):
+        return None
+    chips = math.prod(int(d) for d in dims)
+    rep = members[0]
+    per_host = rep.metadata.labels.get(TPU_CHIPS, "")
+    allocatable = rep.status.allocatable.get(TPU_RESOURCE)
+    if per_host.isdigit() and int(per_host) > 0:
+        host_chips = int(per_host)
+    elif allocatable is not None and allocatable.sign() > 0:
+        host_chips = int(allocatable.as_fraction())
+    else:
+        host_chips = sum(len(rs.spec.devices) for rs in state.node_slices(rep.metadata.name))
+    hosts = -(-chips // host_chips) if host_chips else 1
+    return (topology, hosts) if hosts > 1 else None
+
+
+def _shaped(state: ClusterState, pool: NodePool, members: list[Node], keys: set[str]) -> NodePool:
+    """`pool` with the topology its members carry for `keys` (gangs' domain labels), and, for
+    the hosts of one multi-host TPU slice, that slice's size and whole shrinking."""
+    placements = []
+    for key in sorted(keys):
+        values = Counter(n.metadata.labels.get(key) for n in members)
+        if not members or None in values:
+            continue
+        per_domain = 0 if len(values) == 1 else max(values.values())
+        placements.append(TopologyPlacement(key=key, nodes_per_domain=per_domain))
+    spec = msgspec.structs.replace(pool.spec, topology=tuple(placements))
+    notes = dict(pool.metadata.annotations)
+    found = tpu_slice(state, members) if members else None
+    if found is not None:
+        topology, hosts = found
+        spec = msgspec.structs.replace(spec, min_nodes=0, max_nodes=hosts)
+        notes[SLICE_NODES] = str(hosts)
+        notes[MAX_NODES_REASON] = (
+            f"it is one {topology} TPU slice of {hosts} hosts, and GKE adds a multi-host slice "
+            "only whole, as a node pool of its own"
+        )
+    meta = msgspec.structs.replace(pool.metadata, annotations=notes)
+    return msgspec.structs.replace(pool, metadata=meta, spec=spec)
 
 
 @dataclass
@@ -139,7 +206,11 @@ def from_zero(res: ScalableResource) -> tuple[NodeTemplate, tuple[ResourceSliceS
 
 
 def _from_capi(
-    state: ClusterState, prices: Mapping[str, str], out: Derived, claimed: set[str]
+    state: ClusterState,
+    prices: Mapping[str, str],
+    out: Derived,
+    claimed: set[str],
+    keys: set[str],
 ) -> None:
     resources = sorted(
         (
@@ -184,7 +255,7 @@ def _from_capi(
         else:
             out.skipped.append(f"{where}: no node and no cpu/memory capacity annotations")
             continue
-        out.pools[name] = _pool(name, where, spec, group_id)
+        out.pools[name] = _shaped(state, _pool(name, where, spec, group_id), members, keys)
         claimed.update(n.metadata.name for n in members)
 
 
@@ -261,6 +332,7 @@ def _from_karpenter(
     out: Derived,
     claimed: set[str],
     default_max: int,
+    keys: set[str],
 ) -> None:
     pools = sorted(
         (o for o in state.others if isinstance(o, KarpenterNodePool)), key=lambda p: p.metadata.name
@@ -291,7 +363,8 @@ def _from_karpenter(
         else:
             template, slices = _karpenter_template(state, kp, rep)
             spec = msgspec.structs.replace(spec, template=template, resource_slices=slices)
-        out.pools[name] = _pool(name, f"Karpenter NodePool {name}", spec)
+        pool = _pool(name, f"Karpenter NodePool {name}", spec)
+        out.pools[name] = _shaped(state, pool, members, keys)
         claimed.update(n.metadata.name for n in members)
 
 
@@ -301,6 +374,7 @@ def _from_labels(
     out: Derived,
     claimed: set[str],
     default_max: int,
+    keys: set[str],
 ) -> None:
     groups: dict[str, tuple[str, list[Node]]] = {}
     for _, node in sorted(state.nodes.items()):
@@ -315,15 +389,12 @@ def _from_labels(
             out.skipped.append(f"label {key}={name}: the name is taken by a pool derived before")
             continue
         rep = members[0]
-        out.pools[name] = _pool(
-            name,
-            f"label {key}",
-            NodePoolSpec(
-                max_nodes=max(default_max, len(members)),
-                price_per_hour=_price(prices, (name,), rep.metadata.labels),
-                from_node=rep.metadata.name,
-            ),
+        spec = NodePoolSpec(
+            max_nodes=max(default_max, len(members)),
+            price_per_hour=_price(prices, (name,), rep.metadata.labels),
+            from_node=rep.metadata.name,
         )
+        out.pools[name] = _shaped(state, _pool(name, f"label {key}", spec), members, keys)
 
 
 def derive_pools(
@@ -335,9 +406,11 @@ def derive_pools(
     out = Derived()
     claimed: set[str] = set()
     table = prices or {}
-    _from_capi(state, table, out, claimed)
-    _from_karpenter(state, table, out, claimed, default_max_nodes)
-    _from_labels(state, table, out, claimed, default_max_nodes)
+    # The labels gangs ask their domains by: a pool whose nodes carry one has such domains.
+    keys = {g.topology.key for g in find_gangs(state).values() if g.topology is not None}
+    _from_capi(state, table, out, claimed, keys)
+    _from_karpenter(state, table, out, claimed, default_max_nodes, keys)
+    _from_labels(state, table, out, claimed, default_max_nodes, keys)
     return out
 
 

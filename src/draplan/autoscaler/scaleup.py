@@ -22,6 +22,7 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.resource_v1 import EXTENDED_RESOURCE_PREFIX as EXTENDED_PREFIX
 from draplan.autoscaler import costopt
+from draplan.autoscaler.derived import MAX_NODES_REASON
 from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass, pod_size
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_by, class_score
@@ -318,7 +319,7 @@ class ScaleUpPlanner:
                 )
         if need > room:
             cap_text = (
-                f"pool max reached at {pool.spec.max_nodes}"
+                pool_limit(pool)
                 if room == budget.pool_room.get(name, 0)
                 else f"cluster limits allow {room} more"
             )
@@ -718,6 +719,14 @@ class ScaleUpPlanner:
         with state.forked():
             self._build(state, pool, [], [(c, c.pods) for c in classes], plan, budget)
         return plan.options[0] if plan.options and plan.options[0].pods else None
+
+
+def pool_limit(pool: NodePool) -> str:
+    """What stops a pool at its size: its maxNodes, or what makes its size fixed (a derived
+    pool that is one multi-host slice says so)."""
+    reason = pool.metadata.annotations.get(MAX_NODES_REASON)
+    limit = f"pool max reached at {pool.spec.max_nodes}"
+    return f"{limit}: {reason}" if reason else limit
 
 
 def _restrict(

@@ -307,9 +307,21 @@ def running_pod(
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     spec_extra: dict[str, Any] | None = None,
+    controller: str | None = "ReplicaSet",
 ) -> dict[str, Any]:
-    """A pod bound to `node_name`, using the (already allocated) claim `claim`."""
+    """A pod bound to `node_name`, using the (already allocated) claim `claim`, made by a
+    `controller` of that kind (Cluster Autoscaler drains only replicated pods)."""
     doc = pod(name, None, cpu=cpu, labels=labels, spec_extra=spec_extra)
+    if controller:
+        doc["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": controller,
+                "name": f"{name}-{controller.lower()}",
+                "uid": f"uid-{name}-owner",
+                "controller": True,
+            }
+        ]
     doc["spec"]["nodeName"] = node_name
     if claim:
         doc["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
@@ -541,6 +553,16 @@ def provisioned_condition(at: str) -> dict[str, Any]:
 # --- (f) scale-down ------------------------------------------------------------------------------
 
 
+def in_node_group(objs: list[dict[str, Any]], pool: str = "gpus") -> list[dict[str, Any]]:
+    """`objs` with every Node in one node group Cluster Autoscaler manages: a NodePool
+    copying the first node, each node labelled with it."""
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    for doc in nodes:
+        doc["metadata"]["labels"]["draplan.io/node-pool"] = pool
+    group = from_node_pool(pool, "10", nodes[0]["metadata"]["name"], max_nodes=len(nodes) + 8)
+    return [*objs, group]
+
+
 def scenario_scale_down(
     safe_to_evict: bool = False, gang: bool = True, special: bool = True
 ) -> list[dict[str, Any]]:
@@ -582,7 +604,7 @@ def scenario_scale_down(
     for i in range(10):
         objs.append(allocated_claim(f"busy-claim-{i}", "z-busy", [f"gpu-{i}"], [f"busy-{i}"]))
         objs.append(running_pod(f"busy-{i}", "z-busy", f"busy-claim-{i}"))
-    return objs
+    return in_node_group(objs)
 
 
 def scenario_provreq(
@@ -646,4 +668,4 @@ def scenario_shared_claim() -> list[dict[str, Any]]:
     objs.append(claim)
     objs.append(running_pod("user-1", "m-shared-1", "shared"))
     objs.append(running_pod("user-2", "m-shared-2", "shared"))
-    return objs
+    return in_node_group(objs, "fabric")

@@ -653,6 +653,7 @@ def test_plan_shape() -> None:
         "fitExisting",
         "moves",
         "scaleDown",
+        "scaleDownKept",
         "wasted",
         "provisioningRequests",
         "pending",

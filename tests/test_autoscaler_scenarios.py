@@ -433,8 +433,18 @@ def test_f_scale_down_removes_the_idle_dra_node_only(
 ) -> None:
     doc = scale(run_cli, tmp_path, scenario_scale_down(), *(["--legacy"] if legacy else []))
     assert doc["scaleDown"] == [
-        {"node": "a-idle", "reason": "utilization 0.00 <= 0.5; no pod uses it"}
+        {
+            "node": "a-idle",
+            "reason": "utilization 0.00; no pod to move",
+            "pool": "gpus",
+            "unneededFor": "10m",
+        }
     ]
+    kept = {k["node"]: (k["reason"], k["message"]) for k in doc["scaleDownKept"]}
+    assert kept["b-special"] == ("NoPlaceToMovePods", "its pods fit no other existing node")
+    assert kept["c-annotated"][1].startswith("NotSafeToEvictAnnotation")
+    assert kept["d-gang"][0] == "GangMember"
+    assert kept["z-busy"][0] == "NotUnderutilized"
     assert doc["scaleUp"] == [] and doc["pending"] == []
 
 
@@ -454,7 +464,7 @@ def test_f_each_guard_is_what_keeps_its_node(
     z-busy), so the default scenario keeps each node for the stated reason."""
     doc, state = plan_api(scenario_scale_down(**kwargs), legacy)
     assert removed(doc) == sorted(["a-idle", freed])
-    assert "fit elsewhere" in doc["scaleDown"][1]["reason"]
+    assert "pod(s) move elsewhere" in doc["scaleDown"][1]["reason"]
     moved = [p for p in state.pods.values() if p.spec.node_name == freed]
     assert moved == []
 

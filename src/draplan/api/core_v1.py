@@ -184,6 +184,22 @@ class PodSchedulingGate(KubeStruct, frozen=True):
     name: str
 
 
+class EmptyDirVolumeSource(KubeStruct, frozen=True):
+    medium: str = ""
+
+
+class HostPathVolumeSource(KubeStruct, frozen=True):
+    path: str = ""
+
+
+class Volume(KubeStruct, frozen=True):
+    """The volume's name and whether it is node-local (the sources draplan reads)."""
+
+    name: str
+    host_path: HostPathVolumeSource | None = None
+    empty_dir: EmptyDirVolumeSource | None = None
+
+
 class PodSpec(KubeStruct, frozen=True):
     node_name: str = ""
     node_selector: dict[str, str] = {}
@@ -203,6 +219,10 @@ class PodSpec(KubeStruct, frozen=True):
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     # PreemptLowerPriority or Never; priority admission copies it from the PriorityClass.
     preemption_policy: str = ""
+    # Read by Cluster Autoscaler's scale-down: local storage, terminal and terminating pods.
+    volumes: tuple[Volume, ...] = ()
+    restart_policy: str = ""
+    termination_grace_period_seconds: Int64 | None = None
 
 
 class PodResourceClaimStatus(KubeStruct, frozen=True):

@@ -21,7 +21,7 @@ import msgspec
 
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import ResourceClaim
-from draplan.autoscaler.scaledown import SAFE_TO_EVICT
+from draplan.autoscaler.drain import SAFE_TO_EVICT
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey

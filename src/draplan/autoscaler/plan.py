@@ -29,7 +29,14 @@ from draplan.autoscaler.provreq import (
     provreq_pods,
     supported,
 )
-from draplan.autoscaler.scaledown import Needs, Removal, ScaleDownMemo, plan_scale_down
+from draplan.autoscaler.scaledown import (
+    Kept,
+    Needs,
+    Removal,
+    ScaleDownMemo,
+    ScaleDownOptions,
+    plan_scale_down,
+)
 from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
 from draplan.cluster.podsmemo import PodsMemo
@@ -54,6 +61,7 @@ class Wasted:
 class Plan:
     scale_up: list[Option] = field(default_factory=list)
     scale_down: list[Removal] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)  # nodes scale-down keeps, each with why
     # Instead of some new nodes, in the order found; the one-pod ones `made` by the plan.
     moves: list[MoveOption] = field(default_factory=list)
     wasted: list[Wasted] = field(default_factory=list)
@@ -83,6 +91,7 @@ class Plan:
             "fitExisting": [f"{k[0]}/{k[1]}" for k in sorted(self.placed_on_existing)],
             "moves": [m.to_dict() for m in self.moves],
             "scaleDown": [r.to_dict() for r in self.scale_down],
+            "scaleDownKept": [k.to_dict() for k in self.kept],
             "wasted": [{"pool": w.pool, "node": w.node, "reason": w.reason} for w in self.wasted],
             "provisioningRequests": [
                 {
@@ -144,8 +153,10 @@ class Autoscaler:
         gangs: bool = True,
         ca_choose: CAChooser | None = None,
         scheduler: Scheduler | None = None,
+        scale_down: ScaleDownOptions | None = None,
     ) -> None:
-        """`scheduler`: one of `profile` to plan with, kept by the caller (its evaluations)."""
+        """`scheduler`: one of `profile` to plan with, kept by the caller (its evaluations);
+        `scale_down`: Cluster Autoscaler's scale-down flags."""
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
         self.scheduler = scheduler or Scheduler(self.profile, gangs=gangs)
@@ -154,6 +165,7 @@ class Autoscaler:
         # Kept while one state is planned again and again: scale-down's per-node answers, and
         # where the pending pods went on existing nodes.
         self.scale_down_memo = ScaleDownMemo()
+        self.scale_down_options = scale_down or ScaleDownOptions()
         self.existing_fit = ExistingFit()
         self.limits = limits or Limits()
         self.expanders = expanders
@@ -452,7 +464,10 @@ class Autoscaler:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
             needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
-            plan.scale_down = plan_scale_down(state, self.scheduler, needs, self.scale_down_memo)
+            down = plan_scale_down(
+                state, self.scheduler, now, needs, self.scale_down_memo, self.scale_down_options
+            )
+            plan.scale_down, plan.kept = down.removals, down.kept
         return plan
 
     def _make_moves(self, state: ClusterState, plan: Plan, originals: dict[ObjectKey, Pod]) -> None:

@@ -1,17 +1,33 @@
-"""Scale-down: remove under-utilized nodes only when every pod on them, claims included, can be
-placed elsewhere by the same scheduler; never break a running gang; honour safe-to-evict; never
-remove what the same pass's scale-up needs.
+"""Scale-down as Cluster Autoscaler 1.36 decides it, in one pass: which nodes it would remove,
+and for every node it keeps, the rule that kept it.
 
-Cluster Autoscaler packs the pending pods that fit existing nodes onto them in its snapshot
-before anything else (core/podlistprocessor/filter_out_schedulable.go), so the room they take
-is not unneeded; its RunOnce (core/static_autoscaler.go) returns right after a successful
-scale-up ("No scale down in this iteration") and then waits --scale-down-delay-after-add
-(10 minutes) before removing anything; pods evicted by a scale-down may only go to registered
-nodes, never to upcoming ones (its podDestinations exclude them). One pass of draplan reports
-both halves, so it keeps the halves consistent: nodes of a pool or shape the pass adds to are
-never removed, nor nodes the pass's pending pods were placed on or could use, moved pods go to
-existing nodes only, and removals in a pass that adds nodes are marked as coming after the
-delay.
+CA's rules, in its order (`core/scaledown/eligibility/eligibility.go`, `unremovableReason…`;
+`processors/nodes/pre_filtering_processor.go`; `core/scaledown/unneeded/nodes.go`,
+`RemovableAt`; `simulator/cluster.go`, `FindNodesToRemove`): only nodes of node groups CA
+manages (NotAutoscaled: a control-plane node, nodes of no group, Karpenter's), not one being
+deleted (CurrentlyBeingDeleted), not one annotated
+`cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"` (ScaleDownDisabledAnnotation),
+an unready one only with `--scale-down-unready-enabled` (ScaleDownUnreadyDisabled), only below
+`--scale-down-utilization-threshold` (or the GPU threshold for a node with accelerators;
+NotUnderutilized: utilization at or above it), never taking a group below its min size
+(NodeGroupMinSizeReached), not one whose pods block (BlockedByPod: `drain`), and only when its
+pods fit elsewhere (NoPlaceToMovePods); a node is removed once unneeded for
+`--scale-down-unneeded-time` (10 min), an unready one `--scale-down-unready-time` (20 min).
+DaemonSet pods are evicted with the node, mirror pods ignored; the rest are placed on other
+existing nodes by the same scheduler, claims included. A group that is one multi-host slice
+(`draplan.io/slice-nodes`) is removed whole or kept whole (CA's atomic node groups:
+AtomicScaleDownFailed).
+
+CA packs the pending pods that fit existing nodes onto them before anything else
+(core/podlistprocessor/filter_out_schedulable.go), so the room they take is not unneeded; its
+RunOnce (core/static_autoscaler.go) returns right after a successful scale-up ("No scale down in
+this iteration") and then waits --scale-down-delay-after-add (10 minutes) before removing
+anything; pods evicted by a scale-down may only go to registered nodes, never to upcoming ones
+(its podDestinations exclude them). One pass of draplan reports both halves, so it keeps them
+consistent: nodes of a pool or shape the pass adds to are kept, and so are nodes the pass's
+pending pods are placed on or could use; moved pods go to existing nodes only, and removals in a
+pass that adds nodes are marked as coming after the delay. draplan also keeps running gangs
+whole (a rule of its own: CA would drain a gang member like any replicated pod).
 """
 
 from __future__ import annotations
@@ -19,9 +35,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import ResourceClaim
+from draplan.autoscaler.ca import managed, readiness
+from draplan.autoscaler.derived import SLICE_NODES
+from draplan.autoscaler.drain import Budgets, Drain, DrainOptions, drain
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.nodepools import node_pool, pool_name
@@ -32,12 +52,24 @@ from draplan.scheduler.claims import pod_claims, release_claims
 from draplan.scheduler.evaluations import shareable
 from draplan.scheduler.gangs import find_gangs
 
-SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-THRESHOLD = 0.5  # --scale-down-utilization-threshold and --scale-down-gpu-utilization-threshold
+DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"  # CA's taint on a node it is deleting
 NAMED = 3  # pending pods named in a removal's reason at most
 MEMO_ENTRIES = 1 << 18  # answers a ScaleDownMemo keeps at most; a full memo starts over
 
 Version = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class ScaleDownOptions:
+    """Cluster Autoscaler's scale-down flags, with its defaults."""
+
+    utilization_threshold: float = 0.5  # --scale-down-utilization-threshold
+    gpu_utilization_threshold: float = 0.5  # --scale-down-gpu-utilization-threshold
+    unneeded_time: timedelta = timedelta(minutes=10)  # --scale-down-unneeded-time
+    unready_time: timedelta = timedelta(minutes=20)  # --scale-down-unready-time
+    unready_enabled: bool = True  # --scale-down-unready-enabled
+    drain: DrainOptions = field(default_factory=DrainOptions)
 
 
 @dataclass(frozen=True)
@@ -46,14 +78,40 @@ class Removal:
     reason: str
     pool: str = ""
     delayed: bool = False  # after --scale-down-delay-after-add: the same pass adds nodes
+    after: str = ""  # how long it must stay unneeded first (CA's flag)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"node": self.node, "reason": self.reason}
         if self.pool:
             out["pool"] = self.pool
+        if self.after:
+            out["unneededFor"] = self.after
         if self.delayed:
             out["delayedByScaleUp"] = True
         return out
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A node scale-down keeps: CA's UnremovableReason (or draplan's own rule) and why."""
+
+    node: str
+    reason: str
+    message: str
+    pool: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"node": self.node, "reason": self.reason}
+        if self.pool:
+            out["pool"] = self.pool
+        out["message"] = self.message
+        return out
+
+
+@dataclass
+class ScaleDown:
+    removals: list[Removal] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -96,75 +154,214 @@ class ScaleDownMemo:
         return value
 
 
+def _minutes(t: timedelta) -> str:
+    return f"{int(t.total_seconds() // 60)}m"
+
+
+def _has_accelerators(state: ClusterState, node: Node) -> bool:
+    return bool(state.node_slices(node.metadata.name))
+
+
+class _Pass:
+    """One scale-down simulation: candidates in name order, each accepted removal kept in the
+    state for the next one, every other node kept with its reason."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        scheduler: Scheduler,
+        needs: Needs,
+        memo: ScaleDownMemo,
+        options: ScaleDownOptions,
+        now: datetime,
+    ) -> None:
+        self.state, self.scheduler, self.needs = state, scheduler, needs
+        self.memo, self.options, self.now = memo, options, now
+        self.out = ScaleDown()
+        self.gangs = find_gangs(state)
+        added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
+        self.added_pools = {pool_name(state, n) for n in added} - {""}
+        self.added_shapes = [node_shape(state, n) for n in added]
+        self.pending = _distinct(state, scheduler, needs.pending)
+        self.alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
+        self.members = Counter(pool_name(state, n) for n in state.nodes.values())
+        self.index = _Index(state)
+        self.budgets = Budgets(state)
+
+    def keep(self, name: str, reason: str, message: str, group: str = "") -> None:
+        self.out.kept.append(Kept(name, reason, message, group))
+
+    def eligible(self, name: str) -> tuple[str, str] | None:
+        """Why node `name` is no candidate (reason, message), or None."""
+        state, node = self.state, self.state.nodes[name]
+        pool = node_pool(state, node)
+        if pool is None or not managed(pool):
+            return "NotAutoscaled", "not in a node group Cluster Autoscaler manages"
+        if any(t.key == TO_BE_DELETED for t in node.spec.taints):
+            return "CurrentlyBeingDeleted", "Cluster Autoscaler is deleting it"
+        if node.metadata.annotations.get(DISABLED) == "true":
+            return "ScaleDownDisabledAnnotation", f'annotated {DISABLED}: "true"'
+        group = pool.metadata.name
+        if name in self.needs.used:
+            return "UsedByPendingPods", "this pass's pending pods are placed on it"
+        if group in self.added_pools or (
+            self.added_shapes and any(node_shape(state, node).matches(s) for s in self.added_shapes)
+        ):
+            return "PoolGrowing", "this pass adds nodes of its pool or shape"
+        ready, _ = readiness(node)
+        if not ready and not self.options.unready_enabled:
+            return "ScaleDownUnreadyDisabled", "unready, and --scale-down-unready-enabled=false"
+        utilization = self.memo.node_utilization(state, node)
+        if _has_accelerators(state, node):
+            flag, threshold = "gpu-utilization", self.options.gpu_utilization_threshold
+        else:
+            flag, threshold = "utilization", self.options.utilization_threshold
+        if utilization >= threshold:
+            text = f"utilization {utilization:.2f} >= --scale-down-{flag}-threshold {threshold}"
+            return "NotUnderutilized", text
+        if self.members[group] <= pool.spec.min_nodes:
+            return "NodeGroupMinSizeReached", f"{group} is at its min size {pool.spec.min_nodes}"
+        return None
+
+    def run(self) -> ScaleDown:
+        state = self.state
+        slices: dict[str, list[str]] = {}
+        for name in sorted(set(state.nodes.keys()) - self.needs.added):  # new nodes stay
+            pool = node_pool(state, state.nodes[name])
+            if pool is not None and pool.metadata.annotations.get(SLICE_NODES) and managed(pool):
+                slices.setdefault(pool.metadata.name, []).append(name)
+                continue
+            self.node(name)
+        for group, hosts in sorted(slices.items()):
+            self.whole(group, hosts)
+        return self.out
+
+    def node(self, name: str) -> None:
+        """One candidate: kept with its reason, or removed and kept so in the state."""
+        group = pool_name(self.state, self.state.nodes[name])
+        why = self.eligible(name)
+        if why is not None:
+            self.keep(name, *why, group)
+            return
+        removed = self.remove([name])
+        if isinstance(removed, Kept):
+            self.out.kept.append(removed)
+        else:
+            self.out.removals.append(removed[0])
+
+    def whole(self, group: str, hosts: list[str]) -> None:
+        """A multi-host slice: every host removed together, or every one kept."""
+        held = [(h, why) for h in hosts if (why := self.eligible(h)) is not None]
+        unfit = [h for h, (r, _) in held if r != "NodeGroupMinSizeReached"]
+        pool = self.state.node_pools.get(group)
+        low = pool.spec.min_nodes if pool is not None else 0
+        result: list[Removal] | Kept | None = None
+        if not unfit and low == 0:
+            result = self.remove(hosts)
+        if isinstance(result, list):
+            self.out.removals.extend(result)
+            return
+        cause = (
+            f"host {unfit[0]}: {dict(held)[unfit[0]][1]}"
+            if unfit
+            else (result.message if isinstance(result, Kept) else f"min size {low}")
+        )
+        for host in hosts:
+            self.keep(
+                host,
+                "AtomicScaleDownFailed",
+                f"{group} is one multi-host slice, removed only whole; {cause}",
+                group,
+            )
+
+    def remove(self, names: list[str]) -> list[Removal] | Kept:
+        """Drain `names` together in a fork: the removals (committed to the state), or why the
+        first of them is kept."""
+        state, index = self.state, self.index
+        first = names[0]
+        group = pool_name(state, state.nodes[first])
+        drains: list[Drain] = []
+        for name in names:
+            pods = index.pods.get(name, [])
+            if any(key_of(p) in self.gangs for p in pods):
+                gang = next(self.gangs[key_of(p)].label for p in pods if key_of(p) in self.gangs)
+                return Kept(
+                    first,
+                    "GangMember",
+                    f"runs a member of gang {gang} (draplan keeps running gangs whole; "
+                    "Cluster Autoscaler itself would drain it)",
+                    group,
+                )
+            plan = drain(pods, self.options.drain, self.budgets, self.now)
+            if plan.blocked is not None:
+                b = plan.blocked
+                return Kept(first, "BlockedByPod", f"{b.reason}: {b.message}", group)
+            drains.append(plan)
+        moving = [p for d in drains for p in d.move]
+        broken = self.budgets.blocking(moving)
+        if broken is not None:
+            budget = key_of(broken)[1]
+            message = f"NotEnoughPdb: moving its pods would break PodDisruptionBudget {budget}"
+            return Kept(first, "BlockedByPod", message, group)
+        unusable = ""
+        for name in names:
+            found = _unusable(state, self.scheduler, name, self.pending, self.memo, self.alike)
+            if found is None:
+                why = "a pending pod fits there as it is"
+                return Kept(first, "UsedByPendingPods", why, group)
+            unusable = unusable or found
+        keys = {key_of(p) for d in drains for p in (*d.move, *d.evict)}
+        evicted = {key_of(p) for d in drains for p in d.evict}
+        before = [
+            (n, self.memo.node_utilization(state, state.nodes[n]), readiness(state.nodes[n])[0], d)
+            for n, d in zip(names, drains, strict=True)
+        ]
+        with state.forked():
+            if release_claims(state, keys, index.claims_of(keys)):
+                why = "its pods' claims cannot be released"
+                return Kept(first, "NoPlaceToMovePods", why, group)
+            for key in sorted(keys):
+                state.unbind_pod(state.pods[key])
+            for name in names:
+                state.remove_node(name)
+            for key in evicted:
+                state.remove_pod(key)  # a DaemonSet pod goes with its node
+            targets = sorted(set(state.nodes) - self.needs.added) if self.needs.added else None
+            placed = all(
+                self.scheduler.schedule_pod(state, state.pods[k], targets).node
+                for k in sorted(keys - evicted)
+            )
+            if placed:
+                state.commit()
+                state.fork()
+        if not placed:
+            return Kept(first, "NoPlaceToMovePods", "its pods fit no other existing node", group)
+        self.budgets.take(moving)
+        index.moved(state, names, keys - evicted)
+        out = []
+        for name, use, ready, plan in before:
+            what = f"{len(plan.move)} pod(s) move elsewhere" if plan.move else "no pod to move"
+            evict = f", {len(plan.evict)} DaemonSet pod(s) go with it" if plan.evict else ""
+            reason = f"utilization {use:.2f}; {what}{evict}{unusable}"
+            wait = self.options.unneeded_time if ready else self.options.unready_time
+            out.append(Removal(name, reason, group, bool(self.needs.added), _minutes(wait)))
+            self.members[group] -= 1
+        return out
+
+
 def plan_scale_down(
     state: ClusterState,
     scheduler: Scheduler,
+    now: datetime,
     needs: Needs | None = None,
     memo: ScaleDownMemo | None = None,
-) -> list[Removal]:
-    """Candidates in name order; each accepted removal is kept in `state` for the next one.
-    `memo` (kept by the caller for `scheduler`'s profile) spares re-judging unchanged nodes."""
-    needs = needs or Needs()
+    options: ScaleDownOptions | None = None,
+) -> ScaleDown:
+    """The nodes CA would remove and every node it keeps, with why, at `now`. `memo` (kept by
+    the caller for `scheduler`'s profile) spares re-judging unchanged nodes."""
     memo = (memo or ScaleDownMemo()).of(state)
-    removals: list[Removal] = []
-    gangs = find_gangs(state)
-    added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
-    added_pools = {pool_name(state, n) for n in added} - {""}
-    added_shapes = [node_shape(state, n) for n in added]
-    pending = _distinct(state, scheduler, needs.pending)
-    alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
-    # Nodes per pool, counted when a pool's minimum is first looked at (removals so far are
-    # gone from the state by then) and kept up to date after.
-    members: Counter[str] | None = None
-    index = _Index(state)
-    for name in sorted(state.nodes.keys()):
-        if name in needs.added or name in needs.used:
-            continue
-        node = state.nodes[name]
-        utilization = memo.node_utilization(state, node)
-        if utilization > THRESHOLD:
-            continue
-        group = pool_name(state, node)
-        if group in added_pools:
-            continue
-        if added_shapes and any(node_shape(state, node).matches(s) for s in added_shapes):
-            continue
-        pool = node_pool(state, node)
-        if pool is not None:
-            if members is None:
-                members = Counter(pool_name(state, n) for n in state.nodes.values())
-            if members[group] <= pool.spec.min_nodes:
-                continue
-        pods = index.pods.get(name, [])
-        if any(p.metadata.annotations.get(SAFE_TO_EVICT) == "false" for p in pods):
-            continue
-        if any(key_of(p) in gangs for p in pods):
-            continue  # never break a running gang
-        unusable = _unusable(state, scheduler, name, pending, memo, alike)
-        if unusable is None:
-            continue  # a pending pod fits there: capacity the pass's pods need
-        keys = {key_of(p) for p in pods}
-        with state.forked():
-            if release_claims(state, keys, index.claims_of(keys)):
-                continue
-            for pod in pods:
-                state.unbind_pod(pod)
-            state.remove_node(name)
-            targets = sorted(set(state.nodes) - needs.added) if needs.added else None
-            moved = all(
-                scheduler.schedule_pod(state, state.pods[k], targets).node for k in sorted(keys)
-            )
-            if moved:
-                state.commit()
-                state.fork()
-        if moved:
-            what = f"{len(pods)} pod(s) fit elsewhere" if pods else "no pod uses it"
-            reason = f"utilization {utilization:.2f} <= {THRESHOLD}; {what}{unusable}"
-            removals.append(Removal(name, reason, group, bool(needs.added)))
-            if members is not None:
-                members[group] -= 1
-            index.moved(state, name, keys)
-    return removals
+    options = options or ScaleDownOptions()
+    return _Pass(state, scheduler, needs or Needs(), memo, options, now).run()
 
 
 class _Index:
@@ -184,10 +381,11 @@ class _Index:
                 key = (claim.metadata.namespace, ref.name)
                 self._claims.setdefault(key, []).append((i, claim))
 
-    def moved(self, state: ClusterState, node: str, keys: set[ObjectKey]) -> None:
-        """`node` is gone and its pods `keys` run elsewhere, their claims allocated again
+    def moved(self, state: ClusterState, nodes: list[str], keys: set[ObjectKey]) -> None:
+        """`nodes` are gone and their pods `keys` run elsewhere, their claims allocated again
         (a replaced claim keeps its place in the state's order)."""
-        self.pods.pop(node, None)
+        for node in nodes:
+            self.pods.pop(node, None)
         for key in sorted(keys):
             pod = state.pods[key]
             self.pods.setdefault(pod.spec.node_name, []).append(pod)

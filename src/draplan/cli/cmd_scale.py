@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ import click
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
+from draplan.cli.ca_flags import scale_down_flags, scale_down_options
 from draplan.cli.cmd_schedule import gate_text, profile_from
 from draplan.cli.common import (
     filename_option,
@@ -72,6 +74,7 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
     help="With --target ca: check-capacity requests (ask whether the room exists first) "
     "instead of best-effort-atomic-scale-up.",
 )
+@scale_down_flags
 @prices_option
 @output_option
 def scale(
@@ -87,9 +90,11 @@ def scale(
     check_capacity: bool,
     prices_path: str | None,
     output: str,
+    **flags: Any,
 ) -> None:
     """Plan node additions (and removals) for the pending pods, from the NodePools given
-    (or, with none, from the cluster's node groups)."""
+    (or, with none, from the cluster's node groups); removals by Cluster Autoscaler's rules
+    and flags."""
     chain = tuple(e.strip() for e in expander.split(",") if e.strip())
     unknown = [e for e in chain if e not in EXPANDERS]
     if unknown or not chain:
@@ -102,6 +107,7 @@ def scale(
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
         chain,
         legacy=legacy,
+        scale_down=scale_down_options(flags),
     )
     gated = gated_pods(state)
     plan, doc = plan_document(
@@ -158,9 +164,14 @@ def scale(
                     if delayed
                     else ""
                 ),
-                ["NODE", "POOL", "REASON"],
-                [(r["node"], r.get("pool", ""), r["reason"]) for r in doc["scaleDown"]],
+                ["NODE", "POOL", "AFTER", "REASON"],
+                [
+                    (r["node"], r.get("pool", ""), r.get("unneededFor", ""), r["reason"])
+                    for r in doc["scaleDown"]
+                ],
             )
+        if kept := doc.get("scaleDownKept", []):
+            emit_kept(kept, wide)
         if doc["pending"]:
             # The pools' side (and, in a legacy plan, the count view's mistake) in wide output
             # and always for --legacy, whose point is that mistake.
@@ -208,6 +219,24 @@ def _moves_table(title: str, moves: list[dict[str, Any]], wide: bool) -> None:
             ]
             for m in moves
         ],
+    )
+
+
+def emit_kept(kept: list[dict[str, Any]], wide: bool) -> None:
+    """The nodes scale-down keeps: each with its rule in wide output, else a count per rule
+    (most are simply in use)."""
+    if wide:
+        emit_table(
+            "kept by scale-down",
+            ["NODE", "POOL", "RULE", "WHY"],
+            [(k["node"], k.get("pool", ""), k["reason"], k["message"]) for k in kept],
+        )
+        return
+    counts = Counter(k["reason"] for k in kept)
+    emit_table(
+        f"kept by scale-down: {len(kept)} nodes (-o wide names each)",
+        ["RULE", "NODES"],
+        sorted(counts.items()),
     )
 
 

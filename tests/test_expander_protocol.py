@@ -369,7 +369,8 @@ def _free_port() -> int:
 
 def _answer(port: int, req: expander_pb2.BestOptionsRequest) -> expander_pb2.BestOptionsResponse:
     """Ask like CA's client: retried while the server is not up or not ready."""
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    limits = [("grpc.max_send_message_length", MAX_MESSAGE)]
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=limits) as channel:
         grpc.channel_ready_future(channel).result(timeout=60)
         deadline = time.monotonic() + 60
         while True:
@@ -389,11 +390,11 @@ def _run(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
 
-@pytest.mark.parametrize("command", ["expander", "serve"])
-def test_the_commands_answer_cas_requests(tmp_path: Path, command: str) -> None:
+@pytest.mark.parametrize(("command", "version"), [("expander", "1.34"), ("serve", "1.37")])
+def test_the_commands_answer_cas_requests(tmp_path: Path, command: str, version: str) -> None:
     """`draplan expander -f` and `draplan serve -f --expander-listen` on the same dump (no
-    NodePool: the pools are derived, --prices applies to them), asked as CA 1.36 asks; ids
-    with `/` are ids, not object names."""
+    NodePool: the pools are derived, --prices applies to them), asked as CA 1.34 and 1.37
+    ask; ids with `/` are ids, not object names."""
     dump = write(tmp_path, objects())
     prices = tmp_path / "prices.yaml"
     prices.write_text("gpu: '30'\n")
@@ -408,9 +409,25 @@ def test_the_commands_answer_cas_requests(tmp_path: Path, command: str) -> None:
         state = cluster()
         offered = [(g, 2, pods(state, *TRAIN)) for g in (f"{MD}/team-a/gpu", AKS_VMSS)]
         offered.append((f"{MD}/team-a/flat", 2, pods(state, *TRAIN)))
-        answer = _answer(port, best_options_request(templates(state), offered))
+        every = templates(state)
+        answer = _answer(port, best_options_request(every, offered, version))
         # team-a/gpu costs $30 by --prices: the $10 AKS scale set is the one answer.
         assert groups(answer) == [AKS_VMSS]
+        # Sure that no group hosts them: [] (CA scales nothing this loop).
+        flat = [(f"{MD}/team-a/flat", 2, pods(state, *TRAIN))]
+        assert groups(_answer(port, best_options_request(every, flat, version))) == []
+        # A group it has no view of: an error, so CA goes on with all its options.
+        unknown = {**every, "asg-new": state.nodes["flat-7c9d4-m8q2z"]}
+        req = best_options_request(unknown, [("asg-new", 2, pods(state, *TRAIN))], version)
+        with pytest.raises(grpc.RpcError) as err:
+            _answer(port, req)
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        # As large as CA sends: 50 groups, 200 pods each, past gRPC's 4 MiB default.
+        many = _copies(state, 200)
+        big = {**every, **{f"asg-{i}": state.nodes["flat-7c9d4-m8q2z"] for i in range(44)}}
+        req = best_options_request(big, [(g, 2, many) for g in sorted(big)], version)
+        assert req.ByteSize() > 8 << 20
+        assert groups(_answer(port, req)) == [f"{MD}/team-a/flat"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)

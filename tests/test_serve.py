@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,13 +22,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from ca_requests import best_options_request
 from conftest import DATA
+from draplan.cli.cmd_serve import start_expander
 from draplan.cluster.state import ClusterState
+from draplan.grpcplugin.protos import expander_pb2_grpc
 from draplan.scheduler import build_profile
 from draplan.serve.answers import Answers, Auditor
 from draplan.serve.api import Api, Response
@@ -572,3 +577,33 @@ def test_drain_finishes_requests_in_flight() -> None:
     assert server.drain(4)
     client.join(5)
     assert got == [503]
+
+
+def test_the_expander_is_unavailable_until_the_first_answers_then_judges() -> None:
+    """Cluster Autoscaler's gRPC expander on the audit loop (`serve --expander-listen`):
+    UNAVAILABLE while the lists are not in (CA goes on with its own options), as /readyz is
+    503; then it judges on the listed objects."""
+    model = ScriptedModel(ClusterState.from_objects(load_objects([str(REALISTIC / "pools.yaml")])))
+    model.ready = False
+    state = realistic_state()
+    pod = state.pods["research", "train-8-0"]
+    req = best_options_request({"h100": state.nodes["gpu-h100-a"]}, [("h100", 1, [pod])])
+    with serving(model, interval=3600.0) as served:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        addr = f"127.0.0.1:{port}"
+        expander = start_expander(addr, None, None, True, served.loop, build_profile())
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = expander_pb2_grpc.ExpanderStub(channel)
+                with pytest.raises(grpc.RpcError) as err:
+                    stub.BestOptions(req, timeout=30)
+                assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert served.get("/readyz")[0] == 503
+                model.state, model.generation, model.ready = state, 2, True
+                assert served.loop.first_answers.wait(60)
+                answer = stub.BestOptions(req, timeout=30)
+            assert [o.nodeGroupId for o in answer.options] == ["h100"]
+        finally:
+            expander.stop(None)

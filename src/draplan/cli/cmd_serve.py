@@ -64,7 +64,7 @@ def start_expander(
             addr,
             tls_cert,
             tls_key,
-            lambda: loop.state if loop.answers is not None else None,
+            lambda: loop.state if loop.first_answers.is_set() else None,
             insecure=insecure,
             judge=Judge(Scheduler(profile)),
             lock=loop.state_lock,

@@ -31,6 +31,7 @@ import msgspec
 from draplan.api import clusterapi
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool, NodeTemplate, NodeTemplateMeta
+from draplan.api.karpenter import NODEPOOL_LABEL
 from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID, from_zero
 from draplan.autoscaler.options import Limits
 from draplan.autoscaler.provreq import parse_time
@@ -88,8 +89,10 @@ def good_template(node: Node, now: datetime) -> bool:
 
 
 def managed(pool: NodePool) -> bool:
-    """Whether CA manages the pool's node group (Karpenter's NodePools it does not)."""
-    return not pool.metadata.annotations.get(DERIVED_FROM, "").startswith("Karpenter")
+    """Whether CA manages the pool's node group: not Karpenter's (a NodePool, or nodes
+    labelled with one)."""
+    source = pool.metadata.annotations.get(DERIVED_FROM, "")
+    return not source.startswith("Karpenter") and source != f"label {NODEPOOL_LABEL}"
 
 
 def _copying(pool: NodePool, node: Node) -> NodePool:

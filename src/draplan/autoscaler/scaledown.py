@@ -195,8 +195,10 @@ class _Pass:
         """Why node `name` is no candidate (reason, message), or None."""
         state, node = self.state, self.state.nodes[name]
         pool = node_pool(state, node)
-        if pool is None or not managed(pool):
+        if pool is None:
             return "NotAutoscaled", "not in a node group Cluster Autoscaler manages"
+        if not managed(pool):
+            return "NotAutoscaled", "a Karpenter node: Cluster Autoscaler does not manage it"
         if any(t.key == TO_BE_DELETED for t in node.spec.taints):
             return "CurrentlyBeingDeleted", "Cluster Autoscaler is deleting it"
         if node.metadata.annotations.get(DISABLED) == "true":

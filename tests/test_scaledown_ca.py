@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -296,3 +297,27 @@ def test_no_removal_breaks_a_rule(objs: list[dict[str, Any]]) -> None:
     for name, (reason, _) in kept.items():
         if reason == "BlockedByPod":
             assert any(_blocks(p) for p in pods if p["spec"]["nodeName"] == name), name
+
+
+def test_scale_dash_l_still_keeps_room_for_the_pods_it_does_not_select(
+    tmp_path: Any, run_cli: Any
+) -> None:
+    """`scale -l` plans for the pods it selects; CA packs every pending pod before it looks
+    for unneeded nodes, so the nodes an unselected pending pod fits stay."""
+    objs = [_md("workers", 0, 5), _capi_node("workers", "a"), _capi_node("workers", "b")]
+    waiting = _pod("etl-0", "", labels={"app": "etl"}, cpu="12")
+    del waiting["status"]
+    objs.append(waiting)
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(objs))
+    plain = run_cli("scale", "-f", str(path), "-o", "json").json()
+    # Planned for, etl-0 goes to workers-a; workers-b is free to go.
+    assert plain["fitExisting"] == ["apps/etl-0"]
+    assert [r["node"] for r in plain["scaleDown"]] == ["workers-b"]
+    # Not selected, etl-0 is not placed; both nodes it fits stay for it.
+    other = run_cli("scale", "-f", str(path), "-l", "app=web", "-o", "json").json()
+    assert other["scaleDown"] == [] and other["pending"] == []
+    assert {k["node"]: k["reason"] for k in other["scaleDownKept"]} == {
+        "workers-a": "UsedByPendingPods",
+        "workers-b": "UsedByPendingPods",
+    }

@@ -4,7 +4,7 @@ judged by the real scheduler), scale-down, and why each pod still pends."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -154,9 +154,12 @@ class Autoscaler:
         ca_choose: CAChooser | None = None,
         scheduler: Scheduler | None = None,
         scale_down: ScaleDownOptions | None = None,
+        unplanned: Sequence[Pod] = (),
     ) -> None:
         """`scheduler`: one of `profile` to plan with, kept by the caller (its evaluations);
-        `scale_down`: Cluster Autoscaler's scale-down flags."""
+        `scale_down`: Cluster Autoscaler's scale-down flags; `unplanned`: pending pods left
+        out of the state (`scale -l`) that scale-down still keeps room for, as CA packs every
+        pending pod before it looks for unneeded nodes."""
         self.profile = profile or build_profile()
         # gangs=False: scale pod by pod, as autoscalers without gang support do.
         self.scheduler = scheduler or Scheduler(self.profile, gangs=gangs)
@@ -166,6 +169,7 @@ class Autoscaler:
         # where the pending pods went on existing nodes.
         self.scale_down_memo = ScaleDownMemo()
         self.scale_down_options = scale_down or ScaleDownOptions()
+        self.unplanned = tuple(unplanned)
         self.existing_fit = ExistingFit()
         self.limits = limits or Limits()
         self.expanders = expanders
@@ -463,7 +467,8 @@ class Autoscaler:
         else:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
-            needs = Needs(frozenset(new_nodes), frozenset(used), pending_pods(state))
+            pending = [*pending_pods(state), *self.unplanned]
+            needs = Needs(frozenset(new_nodes), frozenset(used), pending)
             down = plan_scale_down(
                 state, self.scheduler, now, needs, self.scale_down_memo, self.scale_down_options
             )

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from draplan.api.core_v1 import Pod
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
@@ -15,14 +16,31 @@ from draplan.cli.ca_flags import scale_down_flags, scale_down_options
 from draplan.cli.cmd_schedule import gate_text, profile_from
 from draplan.cli.common import (
     filename_option,
+    input_settings,
     load_state,
     output_option,
     prices_option,
     with_derived_pools,
 )
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import key_of
+from draplan.cluster.labelselector import parse_selector
+from draplan.cluster.podresources import is_waiting
+from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import gated_pods
+
+
+def unselected(state: ClusterState) -> list[Pod]:
+    """The pending pods `-l` does not select, taken out of `state`: the plan is for the
+    selected ones, but scale-down keeps room for every pending pod."""
+    selector = input_settings().selector
+    if not selector:
+        return []
+    selects = parse_selector(selector)
+    left = [p for p in state.pods.values() if not p.spec.node_name]
+    left = [p for p in left if not selects(p.metadata.labels)]
+    for pod in left:
+        del state.pods[key_of(pod)]
+    return [p for p in left if is_waiting(p)]
 
 
 def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -101,13 +119,14 @@ def scale(
         raise click.BadParameter(
             f"unknown expander {unknown[0] if unknown else ''!r}", param_hint="--expander"
         )
-    state = with_derived_pools(load_state(filenames), prices_path)
+    state = with_derived_pools(load_state(filenames, select=False), prices_path)
     autoscaler = Autoscaler(
         profile_from(profile_path),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
         chain,
         legacy=legacy,
         scale_down=scale_down_options(flags),
+        unplanned=unselected(state),
     )
     gated = gated_pods(state)
     plan, doc = plan_document(

@@ -262,6 +262,12 @@ def emit_kept(kept: list[dict[str, Any]], wide: bool) -> None:
 def emit_ca_table(ca: dict[str, Any]) -> None:
     """What Cluster Autoscaler itself does on the same cluster, group by group."""
     chosen = ca["scaleUp"]
+    if not ca["nodeGroups"]:
+        title = "no node group it manages (Karpenter's nodes are not its)"
+        emit_table(
+            f"Cluster Autoscaler {ca['version']} on the same cluster: {title}", ["NODE GROUP"], []
+        )
+        return
     if chosen is None:
         title = "nothing: no node group's template hosts a pending pod"
     else:

@@ -31,9 +31,9 @@ import msgspec
 from draplan.api import clusterapi
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool, NodeTemplate, NodeTemplateMeta
-from draplan.api.karpenter import NODEPOOL_LABEL
 from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID, from_zero
 from draplan.autoscaler.options import Limits
+from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, owner
 from draplan.autoscaler.provreq import parse_time
 from draplan.autoscaler.scaleup import ScaleUpPlanner, pending_pods
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
@@ -88,11 +88,9 @@ def good_template(node: Node, now: datetime) -> bool:
     return ready and stable and not node.spec.unschedulable
 
 
-def managed(pool: NodePool) -> bool:
-    """Whether CA manages the pool's node group: not Karpenter's (a NodePool, or nodes
-    labelled with one)."""
-    source = pool.metadata.annotations.get(DERIVED_FROM, "")
-    return not source.startswith("Karpenter") and source != f"label {NODEPOOL_LABEL}"
+def managed(state: ClusterState, pool: NodePool) -> bool:
+    """Whether CA manages the pool's node group (`owners`: not Karpenter's)."""
+    return owner(state, pool) == CLUSTER_AUTOSCALER
 
 
 def _copying(pool: NodePool, node: Node) -> NodePool:
@@ -168,7 +166,8 @@ def ca_group(state: ClusterState, pool: NodePool, now: datetime) -> CAGroup:
 
 
 def ca_groups(state: ClusterState, now: datetime) -> list[CAGroup]:
-    return [ca_group(state, p, now) for _, p in sorted(state.node_pools.items()) if managed(p)]
+    pools = [p for _, p in sorted(state.node_pools.items()) if managed(state, p)]
+    return [ca_group(state, p, now) for p in pools]
 
 
 def ca_views(state: ClusterState, now: datetime) -> list[tuple[NodePool, str]]:
@@ -177,7 +176,7 @@ def ca_views(state: ClusterState, now: datetime) -> list[tuple[NodePool, str]]:
     it is; a group CA has no template of is left out, as CA leaves it."""
     out = []
     for _, pool in sorted(state.node_pools.items()):
-        if not managed(pool):
+        if not managed(state, pool):
             out.append((pool, ""))
             continue
         group = ca_group(state, pool, now)

@@ -197,7 +197,7 @@ class _Pass:
         pool = node_pool(state, node)
         if pool is None:
             return "NotAutoscaled", "not in a node group Cluster Autoscaler manages"
-        if not managed(pool):
+        if not managed(state, pool):
             return "NotAutoscaled", "a Karpenter node: Cluster Autoscaler does not manage it"
         if any(t.key == TO_BE_DELETED for t in node.spec.taints):
             return "CurrentlyBeingDeleted", "Cluster Autoscaler is deleting it"
@@ -230,7 +230,7 @@ class _Pass:
         slices: dict[str, list[str]] = {}
         for name in sorted(set(state.nodes.keys()) - self.needs.added):  # new nodes stay
             pool = node_pool(state, state.nodes[name])
-            if pool is not None and pool.metadata.annotations.get(SLICE_NODES) and managed(pool):
+            if pool and pool.metadata.annotations.get(SLICE_NODES) and managed(state, pool):
                 slices.setdefault(pool.metadata.name, []).append(name)
                 continue
             self.node(name)

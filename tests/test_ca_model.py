@@ -189,6 +189,11 @@ def test_scale_shows_what_cluster_autoscaler_does(tmp_path: Path, run_cli: Any) 
         "pods": ["default/eval-big"],
         "podsStarted": ["default/eval-big"],
     }
+    # draplan adds a gaudi-burst node for tune-0; CA never would, and says why.
+    [event] = ca["notTriggerScaleUp"]
+    assert event["pod"] == "default/tune-0"
+    assert event["nodeGroups"]["gaudi-burst"] == "cannot allocate all claims"
+    assert event["notes"] == {"gaudi-burst": INCOMPLETE}
     table = run_cli("scale", "-f", dump, "-o", "wide").out
     assert "Cluster Autoscaler 1.36 (least-waste) on the same cluster: +1 gaudi-ng" in table
     assert f"the scale-from-zero annotations of MachineDeployment ml/gaudi-burst; {INCOMPLETE}" in (

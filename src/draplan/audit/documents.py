@@ -13,7 +13,7 @@ from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan
 from draplan.autoscaler.ca import ca_outcome, ca_views
-from draplan.autoscaler.notriggered import not_triggered
+from draplan.autoscaler.notriggered import NotTriggered, not_triggered
 from draplan.autoscaler.plan import default_now
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import gated_pods
@@ -68,6 +68,7 @@ def plan_document(
         for p in gated
     ]
     now = default_now(state)
+    views = ca_views(state, now) if reasons or ca else []
     if reasons and plan.pending:
         added: dict[str, int] = {}
         for o in plan.scale_up:
@@ -75,19 +76,34 @@ def plan_document(
         blocked = not_triggered(
             state,
             autoscaler.scheduler,
-            ca_views(state, now),
+            views,
             [state.pods[k] for k, _, _ in plan.pending if k in state.pods],
             added,
         )
-        doc["notTriggerScaleUp"] = [
-            {
-                "pod": "/".join(b.pod),
-                "message": b.message,
-                "nodeGroups": b.groups,
-                **({"notes": b.notes} if b.notes else {}),
-            }
-            for b in blocked
-        ]
+        doc["notTriggerScaleUp"] = [_not_triggered(b) for b in blocked]
     if ca:
-        doc["clusterAutoscaler"] = ca_outcome(state, now, autoscaler.limits).to_dict()
+        outcome = ca_outcome(state, now, autoscaler.limits)
+        doc["clusterAutoscaler"] = outcome.to_dict()
+        # What draplan's plan adds nodes of CA's groups for and no option of CA's ever would:
+        # CA's own words, from its groups alone.
+        offered = {k for o in outcome.options for k in o.pods}
+        theirs = {g.pool.metadata.name for g in outcome.groups}
+        grown = {n.node.metadata.name for o in plan.scale_up if o.pool.metadata.name in theirs
+                 for n in o.nodes}  # fmt: skip
+        left = [k for k, node in sorted(plan.placed_on_new.items()) if node in grown]
+        left = [k for k in left if k not in offered and k not in outcome.started]
+        own = [(g.template, g.note) for g in outcome.groups if g.template is not None]
+        blocked = not_triggered(
+            state, autoscaler.scheduler, own, [state.pods[k] for k in left if k in state.pods]
+        )
+        doc["clusterAutoscaler"]["notTriggerScaleUp"] = [_not_triggered(b) for b in blocked]
     return plan, doc
+
+
+def _not_triggered(b: NotTriggered) -> dict[str, Any]:
+    return {
+        "pod": "/".join(b.pod),
+        "message": b.message,
+        "nodeGroups": b.groups,
+        **({"notes": b.notes} if b.notes else {}),
+    }

@@ -287,6 +287,12 @@ def emit_ca_table(ca: dict[str, Any]) -> None:
         ["NODE GROUP", "OPTION", "TEMPLATE"],
         rows,
     )
+    if left := ca.get("notTriggerScaleUp", []):
+        emit_table(
+            "pods draplan's plan adds nodes for and Cluster Autoscaler never would (its event)",
+            ["NAMESPACE", "NAME", "MESSAGE"],
+            [[*b["pod"].split("/", 1), b["message"]] for b in left],
+        )
 
 
 COMMANDS = [scale]

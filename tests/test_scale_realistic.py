@@ -11,9 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
+from draplan.api.core_v1 import Node
+from draplan.api.karpenter import NODEPOOL_LABEL
 from draplan.api.meta import KubeStruct
 from draplan.autoscaler import Autoscaler, Plan
 from draplan.autoscaler.moves import Mover
@@ -34,9 +37,21 @@ FINETUNE = ("research", "finetune-numa-0")
 EMBED = ("serving", "embed-0")
 
 
+def _as_ca_group(obj: KubeStruct) -> KubeStruct:
+    """The dump's nodes carry Karpenter's label, so Cluster Autoscaler would manage none of
+    them; here they are EKS node groups, which CA does, as pools.yaml's NodePools say."""
+    if not isinstance(obj, Node) or NODEPOOL_LABEL not in obj.metadata.labels:
+        return obj
+    labels = dict(obj.metadata.labels)
+    labels["eks.amazonaws.com/nodegroup"] = labels.pop(NODEPOOL_LABEL)
+    return msgspec.structs.replace(
+        obj, metadata=msgspec.structs.replace(obj.metadata, labels=labels)
+    )
+
+
 def _objects(*extra: str, drop: tuple[str, ...] = ()) -> list[tuple[KubeStruct, str]]:
     return [
-        (obj, source)
+        (_as_ca_group(obj), source)
         for obj, source in load_files([*FILES, *extra])
         if not (type(obj).__name__ in ("Pod", "ResourceClaim") and obj.metadata.name in drop)
     ]

@@ -12,7 +12,7 @@ from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
 from draplan.autoscaler import Autoscaler, Plan
-from draplan.autoscaler.ca import ca_outcome, ca_views
+from draplan.autoscaler.ca import ca_outcome
 from draplan.autoscaler.notriggered import NotTriggered, not_triggered
 from draplan.autoscaler.plan import default_now
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -56,9 +56,10 @@ def plan_document(
     ca: bool = True,
 ) -> tuple[Plan, dict[str, Any]]:
     """The plan for the pending pods now, and its document with the scheduling-gated pods
-    (which no scale-up is for); with `reasons`, what each group's template says to the pods
-    still pending (CA's NotTriggerScaleUp); with `ca`, what Cluster Autoscaler itself does on
-    the same cluster. `state` is left as it was."""
+    (which no scale-up is for); with `reasons`, what an empty node of each pool, as draplan
+    sees it, says to the pods still pending (in CA's NotTriggerScaleUp words); with `ca`, what
+    Cluster Autoscaler itself does on the same cluster, with its own events for the pods it
+    never scales for. `state` is left as it was."""
     gated = gated_pods(state)
     with state.forked():  # the plan places pods on the state it is given
         plan = autoscaler.plan(state, moves=moves)
@@ -68,7 +69,6 @@ def plan_document(
         for p in gated
     ]
     now = default_now(state)
-    views = ca_views(state, now) if reasons or ca else []
     if reasons and plan.pending:
         added: dict[str, int] = {}
         for o in plan.scale_up:
@@ -76,7 +76,7 @@ def plan_document(
         blocked = not_triggered(
             state,
             autoscaler.scheduler,
-            views,
+            [(p, "") for _, p in sorted(state.node_pools.items())],
             [state.pods[k] for k, _, _ in plan.pending if k in state.pods],
             added,
         )

@@ -170,21 +170,6 @@ def ca_groups(state: ClusterState, now: datetime) -> list[CAGroup]:
     return [ca_group(state, p, now) for p in pools]
 
 
-def ca_views(state: ClusterState, now: datetime) -> list[tuple[NodePool, str]]:
-    """What each pool's empty node is to CA, for its NotTriggerScaleUp reasons: CA's template
-    of the groups it manages (with why it differs from a real new node), a Karpenter pool as
-    it is; a group CA has no template of is left out, as CA leaves it."""
-    out = []
-    for _, pool in sorted(state.node_pools.items()):
-        if not managed(state, pool):
-            out.append((pool, ""))
-            continue
-        group = ca_group(state, pool, now)
-        if group.template is not None:
-            out.append((group.template, group.note))
-    return out
-
-
 def ca_options(
     state: ClusterState,
     now: datetime,

@@ -3,8 +3,8 @@ Autoscaler's NotTriggerScaleUp event says it: "pod didn't trigger scale-up: 1 no
 untolerated taint {nvidia.com/gpu: present}, 1 max node group size reached" (each reason
 with the number of node groups it stopped; `core/scaleup/orchestrator` aggregates the
 template node's predicate reasons and the groups skipped at their maximum). Each group is
-judged on the template CA itself simulates (`ca.ca_group`), with a note where that template
-is not what a new node of the group really is."""
+judged on the template given: a pool as draplan sees it, or the template CA itself simulates
+(`ca.ca_group`) with a note where that is not what a new node of the group really is."""
 
 from __future__ import annotations
 

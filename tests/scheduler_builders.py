@@ -84,7 +84,7 @@ from draplan.api.scheduling import (
     WorkloadV1Beta1,
 )
 from draplan.cluster.state import ClusterState
-from draplan.scheduler import PodResult, Scheduler, build_profile
+from draplan.scheduler import FitReason, PodResult, Scheduler, build_profile
 from draplan.scheduler.profile import Profile
 
 DRIVER = "gpu.example.com"
@@ -616,9 +616,17 @@ class Run:
         return {r.key[1]: r.node for r in self.results}
 
     def reason(self, pod: str) -> str:
+        """The FailedScheduling message as the filters left it (PostFilter's words aside:
+        `message`)."""
+        return self._reason(pod).filtered
+
+    def message(self, pod: str) -> str:
+        return self._reason(pod).message
+
+    def _reason(self, pod: str) -> FitReason:
         r = self.by_name()[pod].reason
         assert r is not None, f"{pod} has no reason (node {self.by_name()[pod].node})"
-        return r.message
+        return r
 
 
 def schedule(objects: Iterable[KubeStruct], profile: Profile | None = None) -> Run:

@@ -195,7 +195,7 @@ def test_node_constraints_selector_admits_no_node() -> None:
 
 def test_node_constraints_taint() -> None:
     d = one(sc.taint_excludes(), "untolerated", "NodeConstraints")
-    assert "dedicated" in d.evidence["excludedNodes"]["node-free"]
+    assert d.evidence["excludedNodes"]["node-free"] == "node(s) had untolerated taint(s)"
     assert d.fix == {
         "action": "add a toleration",
         "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],

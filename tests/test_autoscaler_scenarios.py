@@ -213,10 +213,14 @@ def test_c_mig_legacy_adds_capacity_for_seven_gpus(run_cli: Any, tmp_path: Path)
     doc = scale(run_cli, tmp_path, scenario_mig(), "--legacy")
     assert pools_added(doc) == {"a100-mig": 7}
     assert doc["summary"]["costPerHour"] == 28.0
-    # The real scheduler packs all seven slices on one GPU: the other six nodes are wasted.
+    # kube-scheduler's LeastAllocated spreads the seven slices over the seven new nodes: each
+    # is used, by one slice of its GPU.
     assert doc["summary"]["podsPlaced"] == 7 and doc["pending"] == []
-    assert doc["summary"]["wastedNodes"] == 6
-    assert {w["pool"] for w in doc["wasted"]} == {"a100-mig"}
+    assert doc["summary"]["wastedNodes"] == 0
+    # A bin-packing scheduler (draplan's profile) puts all seven on one GPU: six idle nodes.
+    packed = scale(run_cli, tmp_path, scenario_mig(), "--legacy", "--profile", "draplan")
+    assert packed["summary"]["podsPlaced"] == 7 and packed["summary"]["wastedNodes"] == 6
+    assert {w["pool"] for w in packed["wasted"]} == {"a100-mig"}
 
 
 # --- (d) GPU + RDMA NIC on one PCIe root ----------------------------------------------------------

@@ -179,8 +179,9 @@ def test_every_replica_checked_against_the_realistic_dump(tmp_path: Path) -> Non
     row = _realistic(tmp_path, _deployment(3, 2), REALISTIC)
     # The dump's nodes offer GPUs only through DRA: the device-plugin pod fits nowhere.
     assert row.before.startswith("cannot fit (")
-    # 2 H100s are free on gpu-h100-a and 3 on gpu-h100-b: two 2-GPU replicas fit, not three.
-    assert row.after == "fits 2 of 3 replicas: gpu-h100-a, gpu-h100-b"
+    # 2 H100s are free on gpu-h100-a and 3 on gpu-h100-b: two 2-GPU replicas fit, not three;
+    # the first goes to gpu-h100-b, whose cpu and memory are less used (LeastAllocated).
+    assert row.after == "fits 2 of 3 replicas: gpu-h100-b, gpu-h100-a"
     assert row.reason
 
 

@@ -98,7 +98,10 @@ def test_a_one_pod_move_is_the_fix_and_spares_the_node(
     # Without pools the move is still the fix (the node's own price unknown: no saving).
     alone = cli_json(run_cli, "why", "-f", write(tmp_path, objs))["pods"]
     (six,) = [d for d in alone if d["pod"] == "ml/six"]
-    assert six["fix"]["move"] == fix["move"] and "savingPerHour" not in six["fix"]
+    # The same pod moves; without prices the scheduler picks its target, drawn at random
+    # among the three alike nodes as kube-scheduler does.
+    assert six["fix"]["move"].keys() == fix["move"].keys() and "savingPerHour" not in six["fix"]
+    assert six["fix"]["move"]["ml/serve-0"] in {"gaudi-1", "gaudi-2", "gaudi-3"}
 
 
 @pytest.mark.parametrize("kind", list(UNMOVABLE))

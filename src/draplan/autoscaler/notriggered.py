@@ -1,6 +1,6 @@
 """Why a pending pod did not trigger a scale-up, node group by node group, the way Cluster
 Autoscaler's NotTriggerScaleUp event says it: "pod didn't trigger scale-up: 1 node(s) had
-untolerated taint {nvidia.com/gpu: present}, 1 max node group size reached" (each reason
+untolerated taint(s), 1 max node group size reached" (each reason
 with the number of node groups it stopped; `core/scaleup/orchestrator` aggregates the
 template node's predicate reasons and the groups skipped at their maximum). Each group is
 judged on the template given: a pool as draplan sees it, or the template CA itself simulates
@@ -42,7 +42,8 @@ class NotTriggered:
 
 
 def _reason(text: str) -> str:
-    """The template node's reason without the "0/1 nodes are available: 1" frame."""
+    """The template node's reason without the "0/1 nodes are available: 1" frame (the
+    predicates' words: CA runs no PostFilter)."""
     return _AVAILABLE.sub("", text).rstrip(".")
 
 
@@ -69,7 +70,7 @@ def not_triggered(
                 with state.forked():
                     result = scheduler.schedule_pod(state, unbound(pod), [node])
                 if result.node is None and result.reason is not None:
-                    why = _reason(result.reason.message)
+                    why = _reason(result.reason.filtered)
                 else:
                     why = MAX_SIZE_REACHED if full else FITS_ALONE
                 out[key_of(pod)].groups[name] = why

@@ -336,9 +336,8 @@ class Autoscaler:
     def _legacy_scale_up(self, state: ClusterState, plan: Plan) -> None:
         """Plan on the lossy count view, then let the real scheduler judge every new node."""
         lossy = lossy_state(state)
-        profile = build_profile()
         legacy_plan = ScaleUpPlanner(
-            Scheduler(profile), list(lossy.node_pools.values()), self.limits, self.expanders
+            Scheduler(self.profile), list(lossy.node_pools.values()), self.limits, self.expanders
         ).plan(lossy)
         intended: dict[str, list[ObjectKey]] = {}
         for key, node in legacy_plan.placed.items():

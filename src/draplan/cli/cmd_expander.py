@@ -9,8 +9,8 @@ from types import FrameType
 
 import click
 
-from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, load_state, prices_option, with_derived_pools
+from draplan.cli.profiles import chosen_profile, profile_option
 from draplan.grpcplugin import Judge
 from draplan.scheduler import Scheduler
 
@@ -25,7 +25,7 @@ from draplan.scheduler import Scheduler
 )
 @click.option("--tls-key", metavar="FILE", help="PEM private key of --tls-cert.")
 @click.option("--insecure", is_flag=True, help="Serve without TLS (tests and local use only).")
-@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@profile_option
 @prices_option
 def expander(
     filenames: tuple[str, ...],
@@ -33,7 +33,6 @@ def expander(
     tls_cert: str | None,
     tls_key: str | None,
     insecure: bool,
-    profile_path: str | None,
     prices_path: str | None,
 ) -> None:
     """Answer Cluster Autoscaler's BestOptions calls (--expander=grpc): the one scale-up
@@ -45,7 +44,7 @@ def expander(
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
 
     state = with_derived_pools(load_state(filenames), prices_path)
-    judge = Judge(Scheduler(profile_from(profile_path)))
+    judge = Judge(Scheduler(chosen_profile()))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         server = start_expander_server(

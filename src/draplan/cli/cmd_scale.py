@@ -13,7 +13,7 @@ from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
 from draplan.cli.ca_flags import scale_down_flags, scale_down_options
-from draplan.cli.cmd_schedule import gate_text, profile_from
+from draplan.cli.cmd_schedule import gate_text
 from draplan.cli.common import (
     filename_option,
     input_settings,
@@ -23,6 +23,7 @@ from draplan.cli.common import (
     with_derived_pools,
 )
 from draplan.cli.output import emit_json, emit_table, emit_yaml
+from draplan.cli.profiles import chosen_profile, profile_option
 from draplan.cluster.labelselector import parse_selector
 from draplan.cluster.podresources import is_waiting
 from draplan.cluster.state import ClusterState, key_of
@@ -53,7 +54,7 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
 @click.command("scale")
 @filename_option()
 @click.option("--legacy", is_flag=True, help="Plan with device-plugin counts (today's failure).")
-@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@profile_option
 @click.option(
     "--expander",
     default=",".join(DEFAULT_EXPANDERS),
@@ -98,7 +99,6 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
 def scale(
     filenames: tuple[str, ...],
     legacy: bool,
-    profile_path: str | None,
     expander: str,
     max_nodes_total: int | None,
     max_devices_total: int | None,
@@ -121,7 +121,7 @@ def scale(
         )
     state = with_derived_pools(load_state(filenames, select=False), prices_path)
     autoscaler = Autoscaler(
-        profile_from(profile_path),
+        chosen_profile(),
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
         chain,
         legacy=legacy,

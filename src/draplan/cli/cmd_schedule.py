@@ -7,53 +7,62 @@ from typing import Any
 import click
 
 from draplan.allocator.validate import validate_allocation
-from draplan.api.codec import decode, encode
+from draplan.api.codec import encode
 from draplan.api.core_v1 import Binding, ObjectReference, Pod
-from draplan.api.draplan_v1alpha1 import SchedulerProfile
-from draplan.api.errors import BadInput, quote
 from draplan.api.meta import ObjectMeta
 from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_json, emit_table, emit_yaml
-from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import PodResult, Profile, Scheduler, build_profile, gated_pods
-from draplan.sources import read_documents
+from draplan.cli.profiles import chosen_profile, profile_option
+from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler import PodResult, Profile, Scheduler, gated_pods
+from draplan.scheduler.profile import draplan_profile
 
 
-def load_profile(path: str | None) -> SchedulerProfile | None:
-    if path is None:
-        return None
-    docs = list(read_documents([path]))
-    if len(docs) != 1:
-        raise BadInput("expected exactly one SchedulerProfile", source=path)
-    profile = decode(docs[0].data, source=path)
-    if not isinstance(profile, SchedulerProfile):
-        raise BadInput(
-            f"expected kind SchedulerProfile, got {quote(getattr(profile, 'kind', ''))}",
-            source=path,
-            path="kind",
-        )
-    return profile
-
-
-def profile_from(path: str | None) -> Profile:
-    """The scheduler profile of `--profile FILE` (the default without one); its errors name
-    the file."""
-    spec = load_profile(path)
-    try:
-        return build_profile(spec)
-    except BadInput as err:
-        name = spec.metadata.name if spec is not None else ""
-        raise err.located(source=path or "", kind="SchedulerProfile", name=name) from None
-
-
-def result_doc(r: PodResult) -> dict[str, Any]:
-    return {
+def result_doc(r: PodResult, other: PodResult | None = None) -> dict[str, Any]:
+    doc = {
         "namespace": r.key[0],
         "name": r.key[1],
         "node": r.node,
         "claims": [encode(c) for c in r.claims],
         "reason": r.reason.to_dict() if r.reason is not None else None,
     }
+    if other is not None and _answer(other) != _answer(r):
+        doc["draplan"] = {"node": other.node, "devices": _devices(other)}
+    return doc
+
+
+def _devices(r: PodResult) -> list[str]:
+    return [
+        f"{d.driver}/{d.pool}/{d.device}"
+        for c in r.claims
+        if c.status.allocation
+        for d in c.status.allocation.devices.results
+    ]
+
+
+def _answer(r: PodResult) -> tuple[str | None, list[str]]:
+    return r.node, _devices(r)
+
+
+def _draplan_cell(r: PodResult, other: PodResult | None) -> str:
+    """Where draplan's profile puts the pod, when that is not the answer shown: its node, or
+    its devices on the same node; "=" when it agrees."""
+    if other is None or _answer(other) == _answer(r):
+        return "="
+    if other.node is None:
+        return "<none>"
+    if other.node != r.node:
+        return other.node
+    return ",".join(_devices(other)) or "<none>"
+
+
+def draplan_answers(state: ClusterState, profile: Profile) -> dict[ObjectKey, PodResult]:
+    """What draplan's own profile answers on the same state (run in a fork, reverted), for
+    showing beside the modelled scheduler's; nothing when that is already draplan's."""
+    if not profile.kube:
+        return {}
+    with state.forked():
+        return {r.key: r for r in Scheduler(draplan_profile()).run(state)}
 
 
 def gated_doc(pod: Pod) -> dict[str, Any]:
@@ -116,7 +125,7 @@ def check_results(state: ClusterState, results: list[PodResult]) -> list[str]:
 
 @click.command("schedule")
 @filename_option()
-@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@profile_option
 @click.option("--check", is_flag=True, help="Validate every allocation independently.")
 @click.option(
     "--manifests",
@@ -131,20 +140,21 @@ def check_results(state: ClusterState, results: list[PodResult]) -> list[str]:
 @output_option
 def schedule(
     filenames: tuple[str, ...],
-    profile_path: str | None,
     check: bool,
     manifest_kind: str,
     output: str,
 ) -> None:
     """Place every pod without spec.nodeName; print placements, allocations and reasons."""
-    profile = profile_from(profile_path)
+    profile = chosen_profile()
     state = load_state(filenames, select=False)
     shown = shown_pods(state)
     gated = [p for p in gated_pods(state) if shown(key_of(p))]
+    compared = draplan_answers(state, profile) if output in ("json", "wide") else {}
     results = [r for r in Scheduler(profile).run(state) if shown(r.key)]
     scheduled = sum(1 for r in results if r.node)
     doc: dict[str, Any] = {
-        "pods": [result_doc(r) for r in results] + [gated_doc(p) for p in gated],
+        "pods": [result_doc(r, compared.get(r.key)) for r in results]
+        + [gated_doc(p) for p in gated],
         "summary": {
             "scheduled": scheduled,
             "unschedulable": len(results) - scheduled,
@@ -163,12 +173,7 @@ def schedule(
         wide = output == "wide"
         rows = []
         for r in results:
-            devices = [
-                f"{d.driver}/{d.pool}/{d.device}"
-                for c in r.claims
-                if c.status.allocation
-                for d in c.status.allocation.devices.results
-            ]
+            devices = _devices(r)
             row = [
                 r.key[0],
                 r.key[1],
@@ -178,15 +183,18 @@ def schedule(
                 len(devices),
                 r.reason.message if r.reason else "",
             ]
-            rows.append([*row, ",".join(devices) or "<none>"] if wide else row)
+            extra = [",".join(devices) or "<none>"]
+            if compared:
+                extra.append(_draplan_cell(r, compared.get(r.key)))
+            rows.append([*row, *extra] if wide else row)
         for pod in gated:
             # kube-scheduler's PodScheduled reason for a pod it keeps out of its queue.
             row = [*key_of(pod), "SchedulingGated", "<none>", 0, gate_text(pod)]
-            rows.append([*row, "<none>"] if wide else row)
+            rows.append([*row, "<none>", *(["="] if compared else [])] if wide else row)
         emit_table(
             f"{scheduled} scheduled, {len(results) - scheduled} unschedulable"
             + (f", {len(gated)} gated" if gated else ""),
-            [*headers, "ALLOCATED"] if wide else headers,
+            [*headers, "ALLOCATED", *(["DRAPLAN"] if compared else [])] if wide else headers,
             rows,
         )
     if problems:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from draplan.api.errors import BadInput
-from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import filename_option, input_settings, load_state, prices_option
+from draplan.cli.profiles import chosen_profile, profile_option
 
 if TYPE_CHECKING:
     import grpc
@@ -101,7 +101,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     help="Post an Event on a pending pod when its why-category changes (needs RBAC create "
     "on events; nothing else is ever written).",
 )
-@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@profile_option
 @click.option(
     "--allow-unredacted-snapshot",
     is_flag=True,
@@ -131,7 +131,6 @@ def serve(
     listen: str,
     audit_interval: float,
     events: bool,
-    profile_path: str | None,
     allow_unredacted_snapshot: bool,
     redact_key: str,
     expander_listen: str | None,
@@ -160,7 +159,7 @@ def serve(
             "--tls-cert and --tls-key are required with --expander-listen unless "
             "--expander-insecure"
         )
-    profile = profile_from(profile_path)
+    profile = chosen_profile()
     settings = input_settings()
     poster = api_poster(resolve_config(settings.kubeconfig, settings.context)) if events else None
     model = build_model(filenames)

@@ -9,7 +9,6 @@ import click
 
 from draplan.audit import CATEGORIES, why
 from draplan.audit.documents import why_document
-from draplan.cli.cmd_schedule import profile_from
 from draplan.cli.common import (
     filename_option,
     load_state,
@@ -19,16 +18,16 @@ from draplan.cli.common import (
     with_derived_pools,
 )
 from draplan.cli.output import emit_document, emit_table, no_headers
+from draplan.cli.profiles import chosen_profile, profile_option
 
 
 @click.command("why")
 @filename_option()
-@click.option("--profile", "profile_path", help="A draplan.io/v1alpha1 SchedulerProfile file.")
+@profile_option
 @prices_option
 @output_option
 def why_cmd(
     filenames: tuple[str, ...],
-    profile_path: str | None,
     prices_path: str | None,
     output: str,
 ) -> None:
@@ -36,7 +35,7 @@ def why_cmd(
     state = load_state(filenames, select=False)
     state = with_derived_pools(state, prices_path)
     shown = shown_pods(state)
-    diagnoses = [d for d in why(state, profile_from(profile_path)) if shown(d.pod)]
+    diagnoses = [d for d in why(state, chosen_profile()) if shown(d.pod)]
     if emit_document(why_document(diagnoses), output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)

@@ -44,6 +44,9 @@ class InputSettings:
     kubernetes_version: str = DEFAULT_VERSION
     feature_gates: str = ""
     required: bool = True
+    # The scheduler modelled (cli.profiles).
+    profile: str | None = None
+    dra_allocation_timeout: str | None = None
 
     @property
     def live_requested(self) -> bool:
@@ -87,13 +90,14 @@ def input_settings() -> InputSettings:
     return settings
 
 
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """An option's callback keeping its value in the command's InputSettings."""
     setattr(input_settings(), str(param.name), value)
     return value
 
 
 def _live_options() -> list[Callable[[F], F]]:
-    common: dict[str, Any] = {"expose_value": False, "callback": _remember}
+    common: dict[str, Any] = {"expose_value": False, "callback": remember}
     return [
         click.option(
             "--kubeconfig",

@@ -25,13 +25,14 @@ from draplan.scheduler.framework import (
     Status,
     encode_shape,
     is_cluster,
+    unschedulable,
 )
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
-from draplan.scheduler.reasons import FitReason, fit_error, pod_level, with_post_filter
+from draplan.scheduler.reasons import FitReason, fit_error, pod_level
 
 GANG_INCOMPLETE = "GangIncomplete"
 GANG_UNPLACEABLE = "GangUnplaceable"
@@ -125,6 +126,14 @@ class Scheduler:
                     status = more.with_plugin(plugin.name)
                     if more.code != Code.UNSCHEDULABLE:
                         break
+        if status.ok and cycle.nodes is not None and not cycle.nodes:
+            plugins = sorted(cycle.narrowed_by)
+            message = (
+                f"node(s) didn't satisfy plugin {plugins[0]}"
+                if len(plugins) == 1
+                else f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously"
+            )
+            status = unschedulable(message, resolvable=False)
         return info, cycle, status
 
     def shape_of(self, state: ClusterState, pod: Pod) -> bytes:
@@ -155,18 +164,27 @@ class Scheduler:
         order is then left as it was."""
         info, cycle, status = self._pre_filter(state, pod)
         if not status.ok:
-            total = len(candidates) if candidates is not None else len(state.nodes)
+            count = len(candidates) if candidates is not None else len(state.nodes)
             code = "Error" if status.code == Code.ERROR else "PreFilter"
             reason, found = self._post_filter(
-                state, cycle, info, pod_level(status.reasons[0], code, total)
+                state, cycle, info, pod_level(status.reasons[0], code, count)
             )
             return PodResult(info.key, pod, reason=reason, nominated=_nominated(found))
         evaluator = self.evaluator
-        if candidates is None:
+        trial: list[str] | None = candidates
+        total: int | None = None
+        if cycle.nodes is not None:
+            # A PreFilter named the only nodes worth trying (upstream's PreFilterResult).
+            narrowed = cycle.nodes
+            if candidates is None:
+                trial, total = sorted(n for n in narrowed if n in state.nodes), len(state.nodes)
+            else:
+                trial, total = [n for n in candidates if n in narrowed], len(candidates)
+        if trial is None:
             ev = evaluator.refresh(state, cycle, info)
         else:
-            ev = evaluator.refresh_only(state, cycle, info, candidates)
-        chosen = evaluator.select(state, cycle, info, ev, candidates)
+            ev = evaluator.refresh_only(state, cycle, info, trial)
+        chosen = evaluator.select(state, cycle, info, ev, trial)
         while chosen.node is not None and ev.evals[chosen.node].origin:
             # An answer shared with an identical node: evaluate the chosen node itself.
             shared = ev.evals[chosen.node]
@@ -174,17 +192,19 @@ class Scheduler:
             own = ev.evals[chosen.node]
             if own.status.ok and own.score == shared.score and own.raw == shared.raw:
                 break
-            chosen = evaluator.select(state, cycle, info, ev, candidates)
-        if candidates is None and ev.evals and chosen.processed % len(ev.evals):
+            chosen = evaluator.select(state, cycle, info, ev, trial)
+        if candidates is None:
             # kube-scheduler's nextStartNodeIndex moves past the nodes this cycle went through.
-            name = self.profile.name
-            here = state.search_start.get(name) or 0
-            state.search_start[name] = (here + chosen.processed) % len(ev.evals)
+            count = total if total is not None else len(ev.evals)
+            if count and chosen.processed % count:
+                name = self.profile.name
+                here = state.search_start.get(name) or 0
+                state.search_start[name] = (here + chosen.processed) % count
         if chosen.error is not None:
-            reason = pod_level(chosen.error.reasons[0], "Error", len(ev.evals))
+            reason = pod_level(chosen.error.reasons[0], "Error", total or len(ev.evals))
             return PodResult(info.key, pod, reason=reason)
         if chosen.node is None:
-            return self._unschedulable(state, cycle, info, ev, chosen, candidates)
+            return self._unschedulable(state, cycle, info, ev, chosen, trial, total)
         return self._bind(state, cycle, info, chosen.node, ev.evals[chosen.node].details)
 
     def _unschedulable(
@@ -195,13 +215,22 @@ class Scheduler:
         ev: ShapeEvaluations,
         chosen: Selection,
         candidates: list[str] | None,
+        total: int | None,
     ) -> PodResult:
         evaluator = self.evaluator
         if candidates is None:
             # Every node has an entry after refresh (len(state.nodes) would walk them).
             reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals), chosen.failed)
         else:
-            reason = evaluator.fit_error_among(state, cycle, info, ev, candidates, chosen.failed)
+            absent = None
+            if cycle.narrowed_by:
+                plugins = " ".join(sorted(cycle.narrowed_by))
+                absent = unschedulable(
+                    f"node(s) didn't satisfy plugin(s) [{plugins}]", resolvable=False
+                )
+            reason = evaluator.fit_error_among(
+                state, cycle, info, ev, candidates, chosen.failed, total, absent
+            )
         found = None
         if self.profile.post_filters:
             names = candidates if candidates is not None else list(ev.evals)
@@ -237,7 +266,7 @@ class Scheduler:
                 reasons = list(status.reasons)
                 break
             reasons.extend(status.reasons)
-        return with_post_filter(reason, reasons), None
+        return reason.with_post_filter(", ".join(reasons)), None
 
     def _bind(
         self,

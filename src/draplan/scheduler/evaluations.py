@@ -1033,13 +1033,18 @@ class Evaluator:
         ev: ShapeEvaluations,
         candidates: list[str],
         failed: Mapping[str, Status],
+        total: int | None = None,
+        absent: Status | None = None,
     ) -> FitReason:
-        """`fit_error` over `candidates` only (counted from their statuses)."""
+        """`fit_error` over `candidates` only (counted from their statuses); out of `total`
+        nodes, the others counted with the status `absent`."""
+        total = len(candidates) if total is None else total
         if not self.explain_failures:
-            return FitReason(f"0/{len(candidates)} nodes are available.")
+            return FitReason(f"0/{total} nodes are available.")
         self.explain(state, cycle, pod, ev, candidates, sample=SAMPLE)
         statuses = NodeStatuses(self, state, cycle, pod, ev, candidates, failed)
-        return fit_error(len(candidates), {n: st for n, st in statuses.items() if not st.ok})
+        failing = {n: st for n, st in statuses.items() if not st.ok}
+        return fit_error(total, failing, absent=absent)
 
     def cluster_active(self, cycle: CycleState) -> bool:
         return any(p.name not in cycle.skip_filter for _, p in self.profile.cluster_filters)

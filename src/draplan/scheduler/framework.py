@@ -108,10 +108,12 @@ class CycleState:
     skip_filter: set[str] = field(default_factory=set)
     skip_score: set[str] = field(default_factory=set)
     nodes: frozenset[str] | None = None
+    narrowed_by: list[str] = field(default_factory=list)
 
-    def narrow(self, names: frozenset[str]) -> None:
+    def narrow(self, names: frozenset[str], plugin: str) -> None:
         """Keep only `names` (kube-scheduler merges PreFilterResults by intersection)."""
         self.nodes = names if self.nodes is None else self.nodes & names
+        self.narrowed_by.append(plugin)
 
 
 def encode_shape(

@@ -1,61 +1,140 @@
-"""Which plugins run, in which order, with which weights: data, like kube-scheduler's
-default_plugins.go plus a user profile (draplan.io/v1alpha1 SchedulerProfile)."""
+"""Which plugins run, in which order, with which weights.
+
+- kube-scheduler's default profile at the modelled version (`default_plugins`, as
+  pkg/scheduler/apis/config/v1/default_plugins.go lists them: every plugin in one MultiPoint
+  set, DynamicResources inserted before DefaultPreemption with weight 2, KEP-4816) with the
+  defaulted plugin args (v1 defaults.go), first-fit device order as upstream's allocator, ties
+  drawn at random, the adaptive percentageOfNodesToScore — `build_profile()`;
+- a KubeSchedulerConfiguration profile on top of it (scheduler.config): MultiPoint and
+  per-extension-point sets merged as mergePluginSet and the framework's MultiPoint expansion
+  do, plugin args, percentageOfNodesToScore — `kube_profile(spec)`;
+- draplan's own placement, the named profile `draplan`: topology-aware `tight` device order,
+  TopologyLocality ×2 + MostAllocated ×1 (bin-packing), ties by name, every feasible node
+  scored — `draplan_profile()`; a draplan.io/v1alpha1 SchedulerProfile file changes it
+  (`draplan_profile(spec)`); a placement policy of the FGD paper replaces its scores
+  (`build_profile(placement=...)`, for `bench openb`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from draplan.allocator import Options
+from draplan.api.core_v1 import NodeAffinity as NodeAffinitySpec
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.api.errors import BadInput
 from draplan.cluster.fragmentation import Workload
 from draplan.scheduler.framework import is_cluster
 from draplan.scheduler.plugins import names
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
+from draplan.scheduler.plugins.imagelocality import ImageLocality
 from draplan.scheduler.plugins.interpodaffinity import AffinityArgs, InterPodAffinity
 from draplan.scheduler.plugins.nodeaffinity import NodeAffinity
 from draplan.scheduler.plugins.nodename import NodeName
 from draplan.scheduler.plugins.nodeports import NodePorts
-from draplan.scheduler.plugins.noderesources import LeastAllocated, MostAllocated, NodeResourcesFit
+from draplan.scheduler.plugins.noderesources import (
+    DEFAULT_RESOURCES,
+    LeastAllocated,
+    MostAllocated,
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+    ScoringStrategy,
+)
 from draplan.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from draplan.scheduler.plugins.placement import POLICIES, DeviceResource, policy
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
-from draplan.scheduler.plugins.tainttoleration import TaintTolerationPlugin
+from draplan.scheduler.plugins.tainttoleration import TaintToleration
 from draplan.scheduler.plugins.topologylocality import TopologyLocality
 
-# In upstream's order (default_plugins.go): cheap filters first, DynamicResources (the
-# allocator) last.
-FILTERS = (
-    names.NODE_UNSCHEDULABLE,
-    names.NODE_NAME,
-    names.TAINT_TOLERATION,
-    names.NODE_AFFINITY,
-    names.NODE_PORTS,
-    names.NODE_RESOURCES_FIT,
-    names.POD_TOPOLOGY_SPREAD,
-    names.INTER_POD_AFFINITY,
-    names.DYNAMIC_RESOURCES,
-)
-# Accelerators are expensive: bin-pack nodes and keep device groups whole by default; spread
-# and pod affinity with kube-scheduler's default weights.
-DEFAULT_SCORES = (
-    (names.TOPOLOGY_LOCALITY, 2),
-    (names.MOST_ALLOCATED, 1),
+DEFAULT_SCHEDULER = "default-scheduler"  # v1.DefaultSchedulerName
+DRAPLAN_PROFILE = "draplan"
+TIE_RULES = ("name", "random")
+# DynamicResourcesArgs.filterTimeout's default (DynamicResourcesFilterTimeoutDefault).
+FILTER_TIMEOUT_SECONDS = 10.0
+
+# default_plugins.go at 1.36 and 1.37: the MultiPoint set in order, with weights for the
+# score plugins (None: the framework's weight 1 if the plugin scores).
+DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    (names.NODE_UNSCHEDULABLE, None),
+    (names.NODE_NAME, None),
+    (names.TAINT_TOLERATION, 3),
+    (names.NODE_AFFINITY, 2),
+    (names.NODE_PORTS, None),
+    (names.NODE_RESOURCES_FIT, 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
+    (names.DYNAMIC_RESOURCES, 2),
+    (names.DEFAULT_PREEMPTION, None),
+    (names.BALANCED_ALLOCATION, 1),
+    (names.IMAGE_LOCALITY, 1),
+    (names.DEFAULT_BINDER, None),
 )
-SCORES = (
-    names.LEAST_ALLOCATED,
-    names.MOST_ALLOCATED,
-    names.TOPOLOGY_LOCALITY,
-    names.POD_TOPOLOGY_SPREAD,
-    names.INTER_POD_AFFINITY,
+# In-tree plugins a configuration may name that draplan does not run: the queue's
+# (SchedulingGates, PrioritySort: scheduler.queue does their work), volumes (no volumes are
+# read: their filters pass and VolumeBinding scores 0 without them), binding, and the
+# alpha ones whose gates are off by default.
+NOT_RUN = frozenset(
+    {
+        "SchedulingGates",
+        "PrioritySort",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        names.DEFAULT_BINDER,
+        "NodeDeclaredFeatures",
+        "GangScheduling",
+        "TopologyPlacementGenerator",
+        "PodGroupPodsCount",
+    }
 )
 
+EXTENSION_POINTS = ("preFilter", "filter", "postFilter", "preScore", "score")
+_METHODS = {
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+}
 
-TIE_RULES = ("name", "random")
+
+@dataclass(frozen=True)
+class PluginSet:
+    """v1.PluginSet: enabled plugins in order (with weights) and disabled names ("*": all)."""
+
+    enabled: tuple[tuple[str, int | None], ...] = ()
+    disabled: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class FitArgs:
+    """NodeResourcesFitArgs, defaulted."""
+
+    strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_groups: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """A KubeSchedulerProfile as scheduler.config read it: the plugin sets by extension point
+    ("multiPoint" and EXTENSION_POINTS), each plugin's args (typed; absent: defaults), and
+    percentageOfNodesToScore (None: the configuration's)."""
+
+    scheduler_name: str = DEFAULT_SCHEDULER
+    plugins: Mapping[str, PluginSet] = field(default_factory=dict)
+    args: Mapping[str, Any] = field(default_factory=dict)
+    percentage: int | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +155,8 @@ class Profile:
     policy: str = ""
     post_filters: tuple[Any, ...] = ()
     percentage: int = 100
-    name: str = "default-scheduler"
+    name: str = DEFAULT_SCHEDULER
+    kube: bool = False  # a kube-scheduler profile (else draplan's placement)
 
     @cached_property
     def local_filters(self) -> tuple[Any, ...]:
@@ -123,7 +203,182 @@ def _normalizes(plugin: object) -> bool:
     return callable(getattr(plugin, "normalize_score", None))
 
 
-def build_profile(
+def _options(device_order: str, timeout: float) -> Options:
+    # filterTimeout 0 switches the timeout off.
+    seconds = timeout if timeout > 0 else float("inf")
+    return Options(device_order=device_order, timeout_seconds=seconds)  # type: ignore[arg-type]
+
+
+# --- kube-scheduler's profiles -------------------------------------------------------------
+
+Factory = Callable[[Any, DynamicResources], Any]
+
+
+def _fit(args: Any, dra: DynamicResources) -> Any:
+    fit = args if isinstance(args, FitArgs) else FitArgs()
+    return NodeResourcesFit(fit.strategy, fit.ignored_resources, fit.ignored_groups)
+
+
+def _balanced(args: Any, dra: DynamicResources) -> Any:
+    return NodeResourcesBalancedAllocation(args or DEFAULT_RESOURCES)
+
+
+def _affinity(args: Any, dra: DynamicResources) -> Any:
+    return NodeAffinity(args if isinstance(args, NodeAffinitySpec) else None)
+
+
+def _spread(args: Any, dra: DynamicResources) -> Any:
+    return PodTopologySpread(args if isinstance(args, SpreadArgs) else SpreadArgs())
+
+
+def _inter_pod(args: Any, dra: DynamicResources) -> Any:
+    return InterPodAffinity(args if isinstance(args, AffinityArgs) else AffinityArgs())
+
+
+# The plugins draplan runs, by name: each factory gets the plugin's args (None: defaults).
+FACTORIES: dict[str, Factory] = {
+    names.NODE_UNSCHEDULABLE: lambda args, dra: NodeUnschedulable(),
+    names.NODE_NAME: lambda args, dra: NodeName(),
+    names.TAINT_TOLERATION: lambda args, dra: TaintToleration(),
+    names.NODE_AFFINITY: _affinity,
+    names.NODE_RESOURCES_FIT: _fit,
+    names.DYNAMIC_RESOURCES: lambda args, dra: dra,
+    names.BALANCED_ALLOCATION: _balanced,
+    names.IMAGE_LOCALITY: lambda args, dra: ImageLocality(),
+    names.NODE_PORTS: lambda args, dra: NodePorts(),
+    names.POD_TOPOLOGY_SPREAD: _spread,
+    names.INTER_POD_AFFINITY: _inter_pod,
+}
+# Upstream's plugins draplan knows but does not run yet (their helpers add them to FACTORIES).
+PENDING = frozenset({names.DEFAULT_PREEMPTION})
+KNOWN_PLUGINS = frozenset({n for n, _ in DEFAULT_PLUGINS}) | NOT_RUN | FACTORIES.keys()
+
+
+def merge_plugin_set(defaults: PluginSet, custom: PluginSet) -> PluginSet:
+    """mergePluginSet: the defaults not disabled (none with "*"), each replaced in place by a
+    custom entry of its name, then the other custom entries in order."""
+    replaced: set[int] = set()
+    custom_index = {name: i for i, (name, _) in enumerate(custom.enabled)}
+    enabled: list[tuple[str, int | None]] = []
+    if "*" not in custom.disabled:
+        for name, weight in defaults.enabled:
+            if name in custom.disabled:
+                continue
+            if name in custom_index:
+                i = custom_index[name]
+                replaced.add(i)
+                enabled.append(custom.enabled[i])
+            else:
+                enabled.append((name, weight))
+    enabled.extend(p for i, p in enumerate(custom.enabled) if i not in replaced)
+    return PluginSet(tuple(enabled), defaults.disabled | custom.disabled)
+
+
+def _points(spec: ProfileSpec) -> dict[str, list[tuple[str, int | None]]]:
+    """Each extension point's plugins in order, as the framework expands MultiPoint: those a
+    point enables itself first, then the MultiPoint ones it does not disable (none with
+    "*"); a point's own weight wins over MultiPoint's."""
+    multi = merge_plugin_set(
+        PluginSet(DEFAULT_PLUGINS), spec.plugins.get("multiPoint", PluginSet())
+    )
+    out: dict[str, list[tuple[str, int | None]]] = {}
+    for point in EXTENSION_POINTS:
+        own = spec.plugins.get(point, PluginSet())
+        listed = [*own.enabled]
+        seen = {name for name, _ in listed}
+        if "*" not in own.disabled:
+            listed += [
+                (name, weight)
+                for name, weight in multi.enabled
+                if name not in own.disabled and name not in seen
+            ]
+        out[point] = listed
+    return out
+
+
+def kube_profile(
+    spec: ProfileSpec | None = None,
+    *,
+    percentage: int = 0,
+    seed: int = 0,
+    filter_timeout: float | None = None,
+) -> Profile:
+    """The profile kube-scheduler builds from `spec` (None: the default profile), the
+    configuration's percentageOfNodesToScore beside it; `filter_timeout` overrides
+    DynamicResourcesArgs.filterTimeout."""
+    spec = spec or ProfileSpec()
+    timeout = spec.args.get(names.DYNAMIC_RESOURCES)
+    if filter_timeout is not None:
+        timeout = filter_timeout
+    options = _options("first-fit", FILTER_TIMEOUT_SECONDS if timeout is None else timeout)
+    dra = DynamicResources(options)
+    made: dict[str, Any] = {}
+
+    def plugin(name: str) -> Any:
+        if name not in made:
+            factory = FACTORIES.get(name)
+            made[name] = factory(spec.args.get(name), dra) if factory is not None else None
+        return made[name]
+
+    points = _points(spec)
+    by_point: dict[str, list[tuple[Any, int]]] = {}
+    for point, listed in points.items():
+        method = _METHODS[point]
+        chosen = []
+        for name, weight in listed:
+            instance = plugin(name)
+            if instance is not None and callable(getattr(instance, method, None)):
+                chosen.append((instance, weight or 1))
+        by_point[point] = chosen
+    filters = tuple(p for p, _ in by_point["filter"])
+    if dra not in filters:
+        raise BadInput("DynamicResources cannot be disabled", path="plugins.filter")
+    return Profile(
+        filters=filters,
+        scores=tuple(by_point["score"]),
+        dra=dra,
+        options=options,
+        pre_filters=tuple(p for p, _ in by_point["preFilter"] if p is not dra),
+        ties="random",
+        seed=seed,
+        post_filters=tuple(p for p, _ in by_point["postFilter"]),
+        percentage=spec.percentage if spec.percentage is not None else percentage,
+        name=spec.scheduler_name,
+        kube=True,
+    )
+
+
+# --- draplan's own profile ---------------------------------------------------------------
+
+# Accelerators are expensive: bin-pack nodes and keep device groups whole.
+DRAPLAN_FILTERS = (
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
+    names.NODE_PORTS,
+    names.NODE_RESOURCES_FIT,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+    names.DYNAMIC_RESOURCES,
+)
+# Spread and pod affinity with kube-scheduler's default weights.
+DRAPLAN_SCORES = (
+    (names.TOPOLOGY_LOCALITY, 2),
+    (names.MOST_ALLOCATED, 1),
+    (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.INTER_POD_AFFINITY, 2),
+)
+SCORES = (
+    names.LEAST_ALLOCATED,
+    names.MOST_ALLOCATED,
+    names.TOPOLOGY_LOCALITY,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+)
+
+
+def draplan_profile(
     spec: SchedulerProfile | None = None,
     *,
     placement: str | None = None,
@@ -133,8 +388,9 @@ def build_profile(
     ties: str | None = None,
     affinity: AffinityArgs | None = None,
     spread: SpreadArgs | None = None,
+    filter_timeout: float | None = None,
 ) -> Profile:
-    """The default profile, or the user's on top of it. `placement` (one of
+    """draplan's placement, or a SchedulerProfile's changes to it. `placement` (one of
     draplan.scheduler.plugins.placement.POLICIES) replaces the score plugins by that policy's,
     measuring `resource`'s devices against `workload` (default: the pods in the state).
     `affinity` and `spread` are InterPodAffinity's and PodTopologySpread's args."""
@@ -153,7 +409,11 @@ def build_profile(
             kind="SchedulerProfile",
             path="spec.deviceOrder",
         )
-    timeout = s.filter_timeout_seconds if s is not None else 10.0
+    # A SchedulerProfile's filterTimeoutSeconds is the allocator's own budget (0: none at
+    # all); `filter_timeout` is DynamicResourcesArgs.filterTimeout's (0: no limit).
+    timeout = s.filter_timeout_seconds if s is not None else FILTER_TIMEOUT_SECONDS
+    if filter_timeout is not None:
+        timeout = filter_timeout if filter_timeout > 0 else float("inf")
     chosen = None
     if placement is not None:
         if resource is None:
@@ -168,7 +428,7 @@ def build_profile(
     table: dict[str, Any] = {
         names.NODE_UNSCHEDULABLE: NodeUnschedulable(),
         names.NODE_NAME: NodeName(),
-        names.TAINT_TOLERATION: TaintTolerationPlugin(),
+        names.TAINT_TOLERATION: TaintToleration(),
         names.NODE_AFFINITY: NodeAffinity(),
         names.NODE_RESOURCES_FIT: NodeResourcesFit(),
         names.NODE_PORTS: NodePorts(),
@@ -193,7 +453,7 @@ def build_profile(
             kind="SchedulerProfile",
             path="spec.disabledPlugins",
         )
-    weights: tuple[tuple[str, int], ...] = DEFAULT_SCORES
+    weights: tuple[tuple[str, int], ...] = DRAPLAN_SCORES
     if s is not None and s.score_plugins is not None:
         weights = tuple((p.name, p.weight) for p in s.score_plugins)
     for i, (name, weight) in enumerate(weights):
@@ -213,16 +473,37 @@ def build_profile(
     if chosen is not None:
         # The simulator enables exactly one score plugin (weight 1000) and disables the rest.
         scores = ((chosen.score, 1),)
-    filters = tuple(table[n] for n in FILTERS if n not in disabled)
-    # The PreFilters besides DynamicResources' (the scheduler runs it first), in profile order.
-    own = tuple(p for p in filters if p is not dra and callable(getattr(p, "pre_filter", None)))
+    filters = tuple(table[n] for n in DRAPLAN_FILTERS if n not in disabled)
     return Profile(
         filters=filters,
         scores=scores,
         dra=dra,
         options=options,
-        pre_filters=(chosen.pre_filters if chosen is not None else ()) + own,
+        pre_filters=tuple(
+            p
+            for p in (*(chosen.pre_filters if chosen is not None else ()), *filters)
+            if p is not dra and callable(getattr(p, "pre_filter", None))
+        ),
         ties=chosen.ties if chosen is not None else (ties or "name"),
         seed=seed,
         policy=placement or "",
+        post_filters=(dra,),
+    )
+
+
+def build_profile(
+    spec: SchedulerProfile | None = None,
+    *,
+    placement: str | None = None,
+    resource: DeviceResource | None = None,
+    workload: Workload | None = None,
+    seed: int = 0,
+    ties: str | None = None,
+) -> Profile:
+    """kube-scheduler's default profile; with a SchedulerProfile or a placement policy,
+    draplan's profile so changed (`draplan_profile`)."""
+    if spec is None and placement is None and ties is None:
+        return kube_profile(seed=seed)
+    return draplan_profile(
+        spec, placement=placement, resource=resource, workload=workload, seed=seed, ties=ties
     )

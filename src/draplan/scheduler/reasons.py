@@ -28,6 +28,13 @@ class FitReason:
             out["postFilter"] = self.post_filter
         return out
 
+    @property
+    def filtered(self) -> str:
+        """The message as PreFilter and Filter left it, without the PostFilter plugins'."""
+        if not self.post_filter:
+            return self.message
+        return self.message.removesuffix(" " + self.post_filter)
+
     def with_post_filter(self, message: str) -> FitReason:
         """FitError.Error(): the PostFilter plugins' message after the filters' (one space,
         no period added: the preemption message ends with its own)."""
@@ -43,11 +50,16 @@ def reason_code(status: Status) -> str:
     return status.reasons[0] if status.reasons else status.code.value
 
 
-def fit_error(total: int, statuses: dict[str, Status], sample: int = 3) -> FitReason:
-    """Aggregate per-node statuses the way kube-scheduler's FitError prints them."""
+def fit_error(
+    total: int, statuses: dict[str, Status], sample: int = 3, absent: Status | None = None
+) -> FitReason:
+    """Aggregate per-node statuses the way kube-scheduler's FitError prints them; `absent`:
+    the status of the nodes not in `statuses` (those a PreFilter left out)."""
     printed: Counter[str] = Counter()
     codes: Counter[str] = Counter()
     allocator: dict[str, Any] = {}
+    if absent is not None and total > len(statuses):
+        tally(printed, codes, absent, total - len(statuses))
     for node, status in sorted(statuses.items()):
         tally(printed, codes, status, 1)
         if isinstance(status.detail, Reason) and len(allocator) < sample:
@@ -85,11 +97,3 @@ def aggregate(
 def pod_level(message: str, code: str, total: int) -> FitReason:
     """A PreFilter or gang failure: the message replaces the per-node histogram."""
     return FitReason(f"0/{total} nodes are available: {message}.", {code: total})
-
-
-def with_post_filter(reason: FitReason, messages: list[str]) -> FitReason:
-    """FitError.Error(): the reasons of the PostFilter plugins that failed, joined by ", ",
-    end the message as one more sentence."""
-    if not messages:
-        return reason
-    return FitReason(f"{reason.message} {', '.join(messages)}.", reason.nodes, reason.evidence)

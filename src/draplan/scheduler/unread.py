@@ -39,6 +39,8 @@ KNOWN_PLUGINS = frozenset(
         names.TAINT_TOLERATION,
         names.NODE_AFFINITY,
         names.NODE_RESOURCES_FIT,
+        names.BALANCED_ALLOCATION,
+        names.IMAGE_LOCALITY,
         names.DYNAMIC_RESOURCES,
         names.LEAST_ALLOCATED,
         names.MOST_ALLOCATED,

@@ -17,7 +17,7 @@ from draplan.api.draplan_v1alpha1 import (
     SyntheticWorkload,
 )
 from draplan.api.meta import KubeStruct, ObjectMeta
-from draplan.scheduler.profile import DEFAULT_SCORES
+from draplan.scheduler.profile import DRAPLAN_SCORES
 from draplan.sim.workloads import TOPOLOGY_KEY
 
 GPU = "gpu.nvidia.com"
@@ -215,7 +215,7 @@ def demo_scenario(jobs: int = 30, seed: int = 42) -> Scenario:
 
 def demo_profile() -> SchedulerProfile:
     """The default scoring, written out."""
-    scores = tuple(PluginWeight(name=n, weight=w) for n, w in DEFAULT_SCORES)
+    scores = tuple(PluginWeight(name=n, weight=w) for n, w in DRAPLAN_SCORES)
     return SchedulerProfile(
         metadata=ObjectMeta(name="default"), spec=SchedulerProfileSpec(score_plugins=scores)
     )

@@ -31,7 +31,8 @@ from draplan.cluster.nodepools import POOL_LABEL
 from draplan.cluster.podresources import is_waiting
 from draplan.cluster.state import ClusterState, key_of
 from draplan.grpcplugin import Judge, ca_chooser
-from draplan.scheduler import Profile, Scheduler, build_profile
+from draplan.scheduler import Profile, Scheduler
+from draplan.scheduler.profile import draplan_profile
 from draplan.sim.metrics import Recorder
 from draplan.sim.stranded import StrandedMeter
 from draplan.sim.workloads import EPOCH, Job, timestamp
@@ -86,7 +87,8 @@ class Simulation:
             # Karpenter NodePools, node-group labels): every policy grows the same ones.
             self.state.node_pools.update(derive_pools(self.state, config.prices).pools)
         gang_atomic = config.policy == "dra+gang-atomic"
-        profile = build_profile()
+        # The simulator compares autoscaling policies under draplan's own placement.
+        profile = draplan_profile()
         self.scheduler = Scheduler(profile, gangs=gang_atomic)
         self.autoscaler = Autoscaler(
             profile,

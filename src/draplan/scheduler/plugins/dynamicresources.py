@@ -1,9 +1,14 @@
 """DynamicResources: resolve the pod's claims, allocate them on each node with the shared
 allocator, write the allocation to the ledgers in Reserve, roll back in Unreserve. Extended
-resources a DeviceClass serves are allocated here too, on nodes no device plugin serves them."""
+resources a DeviceClass serves are allocated here too, on nodes no device plugin serves them.
+Score prefers nodes where the claims got earlier alternatives of their firstAvailable lists
+(KEP-4816; dynamicresources.go computeScore, normalized by helper.DefaultNormalizeScore).
+PostFilter gives the words kube-scheduler adds after the filters' (it also deallocates an
+allocated claim no node can use; draplan names that outcome without doing it)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -22,11 +27,14 @@ from draplan.scheduler.claims import (
 )
 from draplan.scheduler.extended import class_mapping, extended_claim, mapped_requests
 from draplan.scheduler.framework import (
+    MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
     CycleState,
+    NodeScore,
     PodInfo,
     Status,
+    default_normalize_score,
     error,
     unschedulable,
 )
@@ -34,6 +42,27 @@ from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 
 MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
 CANNOT_ALLOCATE = "cannot allocate all claims"
+TIMED_OUT = "timed out trying to allocate devices"
+NOT_AVAILABLE = "resourceclaim not available on the node"
+FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+# PostFilter's statuses (dynamicresources.go).
+NO_CLAIMS = "no new claims to deallocate"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
+
+
+def prioritized_score(claims: Iterable[ResourceClaim]) -> int:
+    """computeScore: per firstAvailable request, 8 for its first alternative allocated down to 1
+    for the eighth, summed over the claims."""
+    score = 0
+    for claim in claims:
+        alloc = claim.status.allocation
+        chosen = {r.request for r in alloc.devices.results} if alloc is not None else set()
+        for req in claim.spec.devices.requests:
+            for i, sub in enumerate(req.first_available):
+                if f"{req.name}/{sub.name}" in chosen:
+                    score += FIRST_AVAILABLE_MAX - i
+    return score
 
 
 @dataclass
@@ -114,7 +143,7 @@ class DynamicResources:
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)
         if unavailable_on(node, dra.claims):
-            return unschedulable("resourceclaim not available on the node", resolvable=False)
+            return unschedulable(NOT_AVAILABLE, resolvable=False)
         pending = self._to_allocate(dra, pod, node)
         if not pending:
             return SUCCESS
@@ -125,9 +154,46 @@ class DynamicResources:
         if not outcome.ok:
             reason = outcome.reason
             if reason is not None and reason.code == "Timeout":
-                return unschedulable("timed out trying to allocate devices", detail=reason)
+                return unschedulable(TIMED_OUT, detail=reason)
             return unschedulable(CANNOT_ALLOCATE, detail=reason)
         return Status(detail=outcome)
+
+    def score(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> int:
+        dra = cycle.data.get(self.name)
+        outcome = cycle.data.get((self.name, node.metadata.name))
+        if not isinstance(dra, DraState) or not isinstance(outcome, Outcome) or not outcome.ok:
+            return 0  # no claims allocated on this node in this cycle: no score upstream either
+        allocated = [c for c in dra.claims if c.status.allocation is not None]
+        return prioritized_score([*allocated, *outcome.claims])
+
+    def normalize_score(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, scores: list[NodeScore]
+    ) -> None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def post_filter(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+    ) -> Status:
+        """An allocated claim that some node could not use and nobody else holds would be
+        deallocated, for another cycle to allocate it anew."""
+        dra = cycle.data.get(self.name)
+        if not isinstance(dra, DraState) or (not dra.claims and not dra.served):
+            return unschedulable(NO_CLAIMS)
+        own = pod.pod.metadata.uid
+        loose = [
+            c
+            for c in dra.claims
+            if c.status.allocation is not None
+            and c.status.allocation.node_selector is not None
+            and all(r.uid == own for r in c.status.reserved_for)
+        ]
+        if loose and any(NOT_AVAILABLE in s.reasons for s in statuses.values()):
+            return unschedulable(DEALLOCATED)
+        return unschedulable(STILL_NOT_SCHEDULABLE)
 
     def reserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)

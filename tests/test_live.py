@@ -757,3 +757,34 @@ def test_pool_status_requests_are_read_where_served(serve: Any, tmp_path: Path) 
     )
     assert not any(o.kind == "ResourcePoolStatusRequest" for o, _ in plain.objects)
     assert not any("resourcepoolstatusrequests" in n.lower() for n in notes)
+
+
+def test_scheduler_config_from_a_live_configmap(serve: Any, run_cli: Any, tmp_path: Path) -> None:
+    """`--scheduler-config configmap/NS/NAME` GETs that ConfigMap: its only profile is named
+    "batch", so the fixture's pods (default-scheduler) are left to a scheduler not modelled."""
+    fake = serve("dra-v1", "common")
+    conf = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "batch"}],
+    }
+    path = "/api/v1/namespaces/kube-system/configmaps/scheduler-config"
+    fake.routes[path] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "scheduler-config", "namespace": "kube-system"},
+        "data": {"config.yaml": yaml.safe_dump(conf)},
+    }
+    kubeconfig = _kubeconfig(tmp_path, fake.url)
+    where = "configmap/kube-system/scheduler-config"
+    base = run_cli("schedule", "--kubeconfig", kubeconfig, "-o", "json")
+    result = run_cli("schedule", "--kubeconfig", kubeconfig, "--scheduler-config", where)
+    assert base.code == 0 and result.code == 0, result.err
+    assert any(p.get("node") for p in base.json()["pods"])
+    assert ("GET", path, {}) in fake.requests
+    result = run_cli(
+        "schedule", "--kubeconfig", kubeconfig, "--scheduler-config", where, "-o", "json"
+    )
+    assert not any(p.get("node") for p in result.json()["pods"])
+    missing = run_cli("schedule", "--kubeconfig", kubeconfig, "--scheduler-config", where + "-x")
+    assert "scheduler-config-x" in _one_line_error(missing)

@@ -46,6 +46,7 @@ class InputSettings:
     required: bool = True
     # The scheduler modelled (cli.profiles).
     profile: str | None = None
+    scheduler_config: str | None = None
     dra_allocation_timeout: str | None = None
 
     @property

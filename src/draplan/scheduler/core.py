@@ -30,7 +30,7 @@ from draplan.scheduler.framework import (
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
-from draplan.scheduler.profile import Profile, build_profile
+from draplan.scheduler.profile import DEFAULT_SCHEDULER, Profile, build_profile
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
 from draplan.scheduler.reasons import FitReason, fit_error, pod_level
 
@@ -91,6 +91,16 @@ class Scheduler:
         shapers = [p for p in plugins.values() if callable(getattr(p, "pod_shape", None))]
         self._shapers = sorted(shapers, key=is_cluster)
         self._local_shapers = sum(1 for p in shapers if not is_cluster(p))
+        # The other profiles of the configuration, by schedulerName: each pod is scheduled
+        # by the profile it names, over the one state and queue.
+        self.lanes: dict[str, Scheduler] = {self.profile.name: self}
+        for other in self.profile.siblings:
+            self.lanes[other.name] = Scheduler(other, gangs, explain)
+
+    def lane(self, pod: Pod) -> Scheduler | None:
+        """The scheduler (profile) of the pod's spec.schedulerName; None when no profile
+        answers to it: kube-scheduler leaves such a pod to another scheduler."""
+        return self.lanes.get(pod.spec.scheduler_name or DEFAULT_SCHEDULER)
 
     # --- one pod -------------------------------------------------------------------------
 
@@ -161,7 +171,10 @@ class Scheduler:
     ) -> PodResult:
         """One scheduling cycle for one pod; binds it on success. `candidates`: only those
         nodes (draplan's own trials), tried in that order; the scheduler's place in its node
-        order is then left as it was."""
+        order is then left as it was. A pod naming another profile is scheduled by it."""
+        lane = self.lane(pod)
+        if lane is not self and lane is not None:
+            return lane.schedule_pod(state, pod, candidates)
         info, cycle, status = self._pre_filter(state, pod)
         if not status.ok:
             count = len(candidates) if candidates is not None else len(state.nodes)
@@ -467,14 +480,17 @@ class Scheduler:
         results: list[PodResult] = []
         done: set[tuple[str, ...]] = set()
         for pod in pending:
+            lane = self.lane(pod)
+            if lane is None:
+                continue  # another scheduler's pod
             gang = gangs.get(key_of(pod))
             if gang is None:
-                results.append(self.schedule_pod(state, pod))
+                results.append(lane.schedule_pod(state, pod))
                 continue
             if gang.key in done:
                 continue
             done.add(gang.key)
-            results.extend(self.schedule_waiting_members(state, gang))
+            results.extend(lane.schedule_waiting_members(state, gang))
         return results
 
     def schedule_waiting_members(self, state: ClusterState, gang: Gang) -> list[PodResult]:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -157,6 +158,9 @@ class Profile:
     percentage: int = 100
     name: str = DEFAULT_SCHEDULER
     kube: bool = False  # a kube-scheduler profile (else draplan's placement)
+    # The configuration's other profiles (core.Scheduler schedules each pod by the profile
+    # its spec.schedulerName names).
+    siblings: tuple[Profile, ...] = ()
 
     @cached_property
     def local_filters(self) -> tuple[Any, ...]:
@@ -294,6 +298,24 @@ def _points(spec: ProfileSpec) -> dict[str, list[tuple[str, int | None]]]:
             ]
         out[point] = listed
     return out
+
+
+def kube_profiles(
+    specs: tuple[ProfileSpec, ...],
+    *,
+    percentage: int = 0,
+    seed: int = 0,
+    filter_timeout: float | None = None,
+) -> Profile:
+    """The profiles of a configuration: the one of default-scheduler (else the first), the
+    others as its siblings."""
+    made = [
+        kube_profile(s, percentage=percentage, seed=seed, filter_timeout=filter_timeout)
+        for s in specs
+    ]
+    first = next((p for p in made if p.name == DEFAULT_SCHEDULER), made[0])
+    rest = tuple(p for p in made if p is not first)
+    return dataclasses.replace(first, siblings=rest)
 
 
 def kube_profile(

@@ -18,6 +18,7 @@ from draplan.cluster.podresources import (
     NONZERO_CPU,
     NONZERO_MEMORY,
     PODS,
+    bound_usage,
     nonzero_requests,
     pod_requests,
 )
@@ -117,6 +118,20 @@ def test_pod_level_requests_replace_the_containers_sum(
             assert on.get(name) == off.get(name)
         if containers_sum is not None:
             assert off[name] == containers_sum + overhead
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(amounts, min_size=1, max_size=3), containers, st.none() | amounts, st.booleans())
+def test_a_bound_pods_usage_is_both_maps(
+    apps: list[dict[str, int]],
+    inits: list[tuple[dict[str, int], bool]],
+    level: dict[str, int] | None,
+    gate: bool,
+) -> None:
+    pod = _pod(apps, inits, level=level, overhead={"memory": 64})
+    features = feature_gates(text=f"PodLevelResources={str(gate).lower()}")
+    want = {**pod_requests(pod, features), **nonzero_requests(pod, features, placed=True)}
+    assert bound_usage(pod, features) == want
 
 
 def test_non_zero_requests_default_each_container_that_sets_none() -> None:

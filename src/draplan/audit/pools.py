@@ -59,11 +59,11 @@ class PoolAdvisor:
         scheduler: Scheduler | None = None,
     ) -> None:
         """`scheduler`: the audit's, whose evaluations of the state's nodes the plans reuse
-        (not with random tie-breaks: the plans would draw from its generator)."""
+        (its random tie-breaks are drawn per pod, so sharing it changes no draw)."""
         self.state = state
         self.profile = profile
         self.pending = pending
-        self.scheduler = scheduler if profile.ties != "random" else None
+        self.scheduler = scheduler
         # With the moves `scale` makes: a node one moved pod spares is not bought.
         plan = self._plan(dict(state.node_pools), moves=True)
         self.options = _by_pod(plan)

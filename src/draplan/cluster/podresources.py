@@ -121,6 +121,20 @@ def nonzero_requests(
     return {NONZERO_CPU: total.get("cpu", 0), NONZERO_MEMORY: total.get("memory", 0)}
 
 
+def bound_usage(pod: Pod, features: FeatureGates = DEFAULT_FEATURES) -> Resources:
+    """What a bound pod takes from its node: pod_requests and nonzero_requests(placed=True)
+    in one map, computed once when every container asks for cpu and memory (no default then
+    applies, the non-zero sums are the requests)."""
+    total = pod_requests(pod, features)
+    every = (*pod.spec.containers, *pod.spec.init_containers)
+    if all("cpu" in c.resources.requests and "memory" in c.resources.requests for c in every):
+        total[NONZERO_CPU] = total.get("cpu", 0)
+        total[NONZERO_MEMORY] = total.get("memory", 0)
+    else:
+        total.update(nonzero_requests(pod, features, placed=True))
+    return total
+
+
 def node_allocatable(node: Node) -> Resources:
     """status.allocatable, falling back to capacity (as the kubelet reports either)."""
     source = node.status.allocatable or node.status.capacity

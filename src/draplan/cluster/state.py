@@ -51,7 +51,7 @@ from draplan.cluster.devices import (
 from draplan.cluster.layered import LayeredDict, VersionedDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
 from draplan.cluster.podlabels import PodLabels
-from draplan.cluster.podresources import Resources, is_terminal, nonzero_requests, pod_requests
+from draplan.cluster.podresources import Resources, bound_usage, is_terminal
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 
@@ -646,8 +646,7 @@ class ClusterState:
 
     def usage(self, pod: Pod) -> Resources:
         """What a bound pod takes from its node: requests, and the non-zero sums scores use."""
-        features = self.features
-        return {**pod_requests(pod, features), **nonzero_requests(pod, features, placed=True)}
+        return bound_usage(pod, self.features)
 
     def requested(self, node_name: str) -> Resources:
         return self.node_requested.get(node_name) or {}

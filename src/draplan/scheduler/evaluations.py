@@ -899,7 +899,7 @@ class Evaluator:
                         totals[item.name] += weight * item.score
         cluster = self.profile.cluster_scores
         if cluster:
-            nodes = [state.nodes[name] for name in found]
+            nodes: Sequence[Node] = _Nodes(state, found)
             for plugin, _ in cluster:
                 if callable(getattr(plugin, "pre_score", None)):
                     status: Status = plugin.pre_score(state, cycle, pod, nodes)
@@ -907,6 +907,8 @@ class Evaluator:
                         cycle.skip_score.add(plugin.name)
                     elif not status.ok:
                         return status.with_plugin(plugin.name)
+            if any(plugin.name not in cycle.skip_score for plugin, _ in cluster):
+                nodes = list(nodes)
             for plugin, weight in cluster:
                 if plugin.name in cycle.skip_score:
                     continue
@@ -1101,3 +1103,24 @@ class NodeStatuses(Mapping[str, Status]):
 
     def __len__(self) -> int:
         return len(self._names)
+
+
+class _Nodes(Sequence[Node]):
+    """The Node objects of `names`, looked up when read: a PreScore plugin that skips reads
+    none of them."""
+
+    def __init__(self, state: ClusterState, names: Sequence[str]) -> None:
+        self._nodes = state.nodes
+        self._names = names
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._nodes[n] for n in self._names[i]]
+        return self._nodes[self._names[i]]
+
+    def __iter__(self) -> Iterator[Node]:
+        nodes = self._nodes
+        return (nodes[n] for n in self._names)

@@ -13,7 +13,7 @@ import msgspec
 
 from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
-from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.evaluations import Evaluator, NodeStatuses, Selection, ShapeEvaluations
 from draplan.scheduler.extended import claim_status
@@ -339,9 +339,9 @@ class Scheduler:
                 for view in pool.devices:
                     if not state.in_use(view.id) and state.shared_use(view.id) is None:
                         devices += 1
-            alloc = node.status.allocatable or node.status.capacity
+            alloc = node_allocatable(node)
             if "cpu" in alloc:
-                cpu += alloc["cpu"].milli_value() - state.requested(name).get("cpu", 0)
+                cpu += alloc["cpu"] - state.requested(name).get("cpu", 0)
         return devices, cpu
 
     def schedule_gang(

@@ -16,6 +16,8 @@ from draplan.api.codec import encode
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler
 from draplan.scheduler.config import parse_config
+from draplan.scheduler.plugins.interpodaffinity import AffinityArgs
+from draplan.scheduler.plugins.podtopologyspread import SpreadArgs
 from scheduler_builders import MakeNode, MakePod
 
 API = "kubescheduler.config.k8s.io/v1"
@@ -32,6 +34,21 @@ def config(*profiles: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 def fit(strategy: str, **more: Any) -> dict[str, Any]:
     return {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy, **more}}}
+
+
+def spread(constraints: list[dict[str, Any]], kind: str = "") -> dict[str, Any]:
+    args: dict[str, Any] = {"defaultConstraints": constraints}
+    if kind:
+        args["defaultingType"] = kind
+    return {"name": "PodTopologySpread", "args": args}
+
+
+def constraint(skew: int) -> dict[str, Any]:
+    return {
+        "maxSkew": skew,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+    }
 
 
 def write(path: Path, docs: list[Any]) -> str:
@@ -139,6 +156,49 @@ def test_a_configmap_holding_the_configuration(run_cli: Any, tmp_path: Path) -> 
             {},
             "profiles[0].pluginConfig[0].args.hardPodAffinityWeight",
             "not in valid range [0, 100]",
+        ),
+        (
+            {"pluginConfig": [spread([constraint(1)])]},
+            {},
+            "profiles[0].pluginConfig[0].args.defaultingType",
+            'Invalid value: "System": when .defaultConstraints are not empty',
+        ),
+        (
+            {"pluginConfig": [spread([constraint(1), constraint(2)], "List")]},
+            {},
+            "profiles[0].pluginConfig[0].args.defaultConstraints[1]",
+            'Duplicate value: "{topology.kubernetes.io/zone, DoNotSchedule}"',
+        ),
+        (
+            {"pluginConfig": [spread([constraint(0)], "List")]},
+            {},
+            "profiles[0].pluginConfig[0].args.defaultConstraints[0].maxSkew",
+            "Invalid value: 0: not in valid range (0, inf)",
+        ),
+        (
+            {
+                "pluginConfig": [
+                    spread(
+                        [{**constraint(1), "labelSelector": {"matchLabels": {"a": "b"}}}], "List"
+                    )
+                ]
+            },
+            {},
+            "profiles[0].pluginConfig[0].args.defaultConstraints[0].labelSelector",
+            "Forbidden: constraint must not define a selector",
+        ),
+        (
+            {
+                "pluginConfig": [
+                    {
+                        "name": "DefaultPreemption",
+                        "args": {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+                    }
+                ]
+            },
+            {},
+            "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage",
+            "cannot be zero at the same time as minCandidateNodesAbsolute",
         ),
         (
             {"percentageOfNodesToScore": 120},
@@ -278,3 +338,32 @@ def test_dra_allocation_timeout_is_reported_when_hit(run_cli: Any, tmp_path: Pat
     )
     res = run_cli("schedule", "-f", path, "--dra-allocation-timeout", "soon")
     assert res.code == 2 and "--dra-allocation-timeout" in res.err
+
+
+def test_spread_and_affinity_args_reach_their_plugins_typed() -> None:
+    """PodTopologySpread's and InterPodAffinity's args, defaulted and validated, are the
+    plugins' own SpreadArgs and AffinityArgs in the profile's spec (scheduler.profile hands
+    them to the plugins' factories)."""
+    cfg = parse_config(
+        config(
+            {
+                "pluginConfig": [
+                    spread([constraint(2)], "List"),
+                    {
+                        "name": "InterPodAffinity",
+                        "args": {"ignorePreferredTermsOfExistingPods": True},
+                    },
+                ]
+            }
+        )
+    )
+    [spec] = cfg.profiles
+    args = spec.args["PodTopologySpread"]
+    assert isinstance(args, SpreadArgs) and args.defaulting_type == "List"
+    assert [(c.max_skew, c.topology_key) for c in args.default_constraints] == [
+        (2, "topology.kubernetes.io/zone")
+    ]
+    affinity = spec.args["InterPodAffinity"]
+    assert affinity == AffinityArgs(1, True)
+    [plain] = parse_config(config({"pluginConfig": [spread([])]})).profiles
+    assert plain.args["PodTopologySpread"] == SpreadArgs((), "System")

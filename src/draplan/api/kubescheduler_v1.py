@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draplan.api.core_v1 import NodeAffinity
+from draplan.api.core_v1 import NodeAffinity, TopologySpreadConstraint
 from draplan.api.meta import Int32, Int64, KubeStruct
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -128,7 +128,7 @@ class InterPodAffinityArgs(Args, frozen=True):
 
 
 class PodTopologySpreadArgs(Args, frozen=True):
-    default_constraints: tuple[dict[str, Any], ...] = ()
+    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
     defaulting_type: str = ""
 
 

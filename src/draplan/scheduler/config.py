@@ -22,12 +22,15 @@ from draplan.api import kubescheduler_v1 as v1
 from draplan.api.codec import convert
 from draplan.api.duration import parse_duration
 from draplan.api.errors import BadInput, quote
+from draplan.api.validation import SPREAD_ACTIONS, check_label_key
+from draplan.scheduler.plugins.interpodaffinity import AffinityArgs
 from draplan.scheduler.plugins.noderesources import (
     DEFAULT_RESOURCES,
     STRATEGIES,
     ResourceSpec,
     ScoringStrategy,
 )
+from draplan.scheduler.plugins.podtopologyspread import SpreadArgs
 from draplan.scheduler.profile import (
     DEFAULT_SCHEDULER,
     EXTENSION_POINTS,
@@ -51,6 +54,10 @@ OTHER_POINTS = (
     "postBind",
 )
 SHAPE_UTILIZATION = (0, 100)
+DEFAULTING_TYPES = ("System", "List")  # PodTopologySpreadArgs.defaultingType
+# DefaultPreemptionArgs' defaults (v1 defaults.go).
+PREEMPTION_PERCENTAGE = 10
+PREEMPTION_ABSOLUTE = 100
 SHAPE_SCORE = (0, 10)
 
 
@@ -177,22 +184,72 @@ def _plugin_args(raw: v1.Args, path: str) -> Any:
             )
         return seconds
     if isinstance(raw, v1.InterPodAffinityArgs):
-        if raw.hard_pod_affinity_weight is not None:
-            weight = raw.hard_pod_affinity_weight
-            _range(weight, 0, 100, f"{path}.hardPodAffinityWeight", "[{}, {}]")
-        return raw
+        weight = 1 if raw.hard_pod_affinity_weight is None else raw.hard_pod_affinity_weight
+        _range(weight, 0, 100, f"{path}.hardPodAffinityWeight", "[{}, {}]")
+        return AffinityArgs(weight, raw.ignore_preferred_terms_of_existing_pods)
+    if isinstance(raw, v1.PodTopologySpreadArgs):
+        return _spread_args(raw, path)
     if isinstance(raw, v1.DefaultPreemptionArgs):
-        for field, value in (
-            ("minCandidateNodesPercentage", raw.min_candidate_nodes_percentage),
-            ("minCandidateNodesAbsolute", raw.min_candidate_nodes_absolute),
-        ):
-            if value is not None and value < 0:
-                raise BadInput(_invalid(value, "must not be negative"), path=f"{path}.{field}")
         percentage = raw.min_candidate_nodes_percentage
-        if percentage is not None:
-            _range(percentage, 0, 100, f"{path}.minCandidateNodesPercentage", "[{}, {}]")
+        percentage = PREEMPTION_PERCENTAGE if percentage is None else percentage
+        absolute = raw.min_candidate_nodes_absolute
+        absolute = PREEMPTION_ABSOLUTE if absolute is None else absolute
+        at = f"{path}.minCandidateNodesPercentage"
+        _range(percentage, 0, 100, at, "[{}, {}]")
+        if absolute < 0:
+            raise BadInput(
+                _invalid(absolute, "not in valid range [0, inf)"),
+                path=f"{path}.minCandidateNodesAbsolute",
+            )
+        if percentage == 0 and absolute == 0:
+            detail = "cannot be zero at the same time as minCandidateNodesAbsolute"
+            raise BadInput(_invalid(0, detail), path=at)
         return raw
     return raw
+
+
+def _spread_args(raw: v1.PodTopologySpreadArgs, path: str) -> SpreadArgs:
+    """ValidatePodTopologySpreadArgs on the defaulted args (defaultingType System)."""
+    kind = raw.defaulting_type or "System"
+    if kind not in DEFAULTING_TYPES:
+        supported = ", ".join(quote(s) for s in sorted(DEFAULTING_TYPES))
+        raise BadInput(
+            f"Unsupported value: {quote(kind)}: supported values: {supported}",
+            path=f"{path}.defaultingType",
+        )
+    if kind == "System" and raw.default_constraints:
+        raise BadInput(
+            _invalid(kind, "when .defaultConstraints are not empty"), path=f"{path}.defaultingType"
+        )
+    at = f"{path}.defaultConstraints"
+    seen: set[tuple[str, str]] = set()
+    for i, c in enumerate(raw.default_constraints):
+        here = f"{at}[{i}]"
+        if c.max_skew <= 0:
+            raise BadInput(
+                _invalid(c.max_skew, "not in valid range (0, inf)"), path=f"{here}.maxSkew"
+            )
+        if not c.topology_key:
+            raise BadInput("Required value: can not be empty", path=f"{here}.topologyKey")
+        check_label_key(c.topology_key, f"{here}.topologyKey")
+        if not c.when_unsatisfiable:
+            raise BadInput("Required value: can not be empty", path=f"{here}.whenUnsatisfiable")
+        if c.when_unsatisfiable not in SPREAD_ACTIONS:
+            supported = ", ".join(quote(s) for s in SPREAD_ACTIONS)
+            raise BadInput(
+                f"Unsupported value: {quote(c.when_unsatisfiable)}: supported values: {supported}",
+                path=f"{here}.whenUnsatisfiable",
+            )
+        if c.label_selector is not None:
+            raise BadInput(
+                "Forbidden: constraint must not define a selector, as they deduced for each pod",
+                path=f"{here}.labelSelector",
+            )
+        pair = (c.topology_key, c.when_unsatisfiable)
+        if pair in seen:
+            raise BadInput(f'Duplicate value: "{{{pair[0]}, {pair[1]}}}"', path=here)
+        seen.add(pair)
+    return SpreadArgs(raw.default_constraints, kind)
 
 
 def _profile(raw: v1.KubeSchedulerProfile, path: str, only: bool) -> ProfileSpec:

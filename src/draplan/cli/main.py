@@ -109,7 +109,10 @@ def _pick_claims(state: ClusterState, refs: tuple[str, ...]) -> list[ResourceCla
 @click.option("--node", help="The node the pod would run on.")
 @click.option("--claim", "claim_refs", multiple=True, help="NAMESPACE/NAME, in order.")
 @click.option(
-    "--device-order", type=click.Choice(["tight", "first-fit"]), default="tight", show_default=True
+    "--device-order",
+    type=click.Choice(["tight", "first-fit"]),
+    default="first-fit",
+    show_default=True,
 )
 @click.option("--check", is_flag=True, help="Re-derive every invariant of the result.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, help="Time N runs.")

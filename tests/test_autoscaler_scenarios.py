@@ -243,8 +243,9 @@ def test_d_pcie_legacy_picks_the_cheaper_split_pool_and_wastes_it(
     assert "ConstraintUnsatisfiable" in wasted["reason"]
     [still] = doc["pending"]
     assert still["pod"] == "default/rdma-worker"
-    # kube-scheduler's word counts the nodes that exist (none); the planned node's is the note.
-    assert still["reason"]["message"] == "0/0 nodes are available."
+    # kube-scheduler's word with no node at all (ErrNoNodesAvailable); the planned node's is
+    # the note.
+    assert still["reason"]["message"] == "no nodes available to schedule pods"
     assert "paired-roots" in still["reason"]["autoscaler"]
     assert "planned it on split-roots-0" in still["reason"]["autoscaler"]
     assert "ConstraintUnsatisfiable" in still["reason"]["autoscaler"]

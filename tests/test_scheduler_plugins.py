@@ -1124,8 +1124,10 @@ def test_prefilter_reason_replaces_the_histogram() -> None:
 
 
 def test_no_nodes() -> None:
-    run = schedule([MakePod().name("p").obj()])
-    assert run.reason("p") == "0/0 nodes are available."
+    """schedulePod's ErrNoNodesAvailable: no plugin runs, DynamicResources' PostFilter
+    included (the pod's claim is not even looked up)."""
+    run = schedule([MakePod().name("p").claim("gpu", "absent").obj()])
+    assert run.reason("p") == "no nodes available to schedule pods"
 
 
 # --- queue order -------------------------------------------------------------------------

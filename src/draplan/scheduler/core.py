@@ -32,7 +32,7 @@ from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import DEFAULT_SCHEDULER, Profile, build_profile
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
-from draplan.scheduler.reasons import FitReason, fit_error, pod_level
+from draplan.scheduler.reasons import NO_NODES_AVAILABLE, FitReason, fit_error, pod_level
 
 GANG_INCOMPLETE = "GangIncomplete"
 GANG_UNPLACEABLE = "GangUnplaceable"
@@ -175,6 +175,10 @@ class Scheduler:
         lane = self.lane(pod)
         if lane is not self and lane is not None:
             return lane.schedule_pod(state, pod, candidates)
+        if candidates is None and not state.nodes:
+            # schedulePod (schedule_one.go): ErrNoNodesAvailable before any plugin runs,
+            # UnschedulableAndUnresolvable, no PostFilter.
+            return PodResult(key_of(pod), pod, reason=FitReason(NO_NODES_AVAILABLE))
         info, cycle, status = self._pre_filter(state, pod)
         if not status.ok:
             count = len(candidates) if candidates is not None else len(state.nodes)

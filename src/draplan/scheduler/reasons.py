@@ -94,6 +94,10 @@ def aggregate(
     return FitReason(message, dict(sorted(codes.items())), evidence)
 
 
+# ErrNoNodesAvailable (schedule_one.go): the whole message when the cluster has no node.
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
 def pod_level(message: str, code: str, total: int) -> FitReason:
     """A PreFilter or gang failure: the message replaces the per-node histogram."""
     return FitReason(f"0/{total} nodes are available: {message}.", {code: total})

@@ -14,7 +14,7 @@ from draplan.api.codec import decode
 from draplan.api.core_v1 import Node, Pod
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, has_pod_affinity, key_of
-from draplan.scheduler.plugins.interpodaffinity import InterPodAffinity
+from draplan.scheduler.plugins.interpodaffinity import FilterState, InterPodAffinity, ScoreMap
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread
 from topology_builders import HOSTNAME, ZONE, node, pod, preferred, required, spread, term
 
@@ -64,7 +64,18 @@ INCOMING = [
 
 op = st.tuples(
     st.sampled_from(
-        ("bind", "unbind", "finish", "delete", "relabel", "repod", "fork", "revert", "commit")
+        (
+            "bind",
+            "unbind",
+            "finish",
+            "delete",
+            "relabel",
+            "repod",
+            "everywhere",
+            "fork",
+            "revert",
+            "commit",
+        )
     ),
     st.integers(0, 11),
     st.integers(0, 5),
@@ -82,6 +93,22 @@ def _expected_index(state: ClusterState) -> tuple[dict[str, set[Any]], dict[Any,
     return held, with_affinity
 
 
+def _existing(fs: FilterState) -> dict[tuple[str, str], int]:
+    """The running pods' anti-affinity that selects the pod, summed per topology pair."""
+    out: dict[tuple[str, str], int] = {}
+    for key, values in fs.existing_anti:
+        for value, n in values.items():
+            out[(key, value)] = out.get((key, value), 0) + n
+    return out
+
+
+def _scores(ss: ScoreMap | None) -> object:
+    if ss is None:
+        return None
+    terms = sorted((f, k, sorted(v.items())) for f, k, v in ss.by_term)
+    return (dict(ss.incoming), terms)
+
+
 def _answers(plugins: tuple[InterPodAffinity, PodTopologySpread], state: ClusterState) -> list[Any]:
     affinity, spreading = plugins
     nodes = [state.nodes[n] for n in sorted(state.nodes)]
@@ -90,11 +117,9 @@ def _answers(plugins: tuple[InterPodAffinity, PodTopologySpread], state: Cluster
         assert isinstance(p, Pod)
         fs = affinity.filter_state(state, p)
         out.append(
-            None
-            if fs is None
-            else (dict(fs.existing_anti), dict(fs.affinity), dict(fs.anti), fs.self_match)
+            None if fs is None else (_existing(fs), dict(fs.affinity), dict(fs.anti), fs.self_match)
         )
-        out.append(affinity.score_state(state, p))
+        out.append(_scores(affinity.score_state(state, p)))
         sf = spreading.filter_state(state, p)
         out.append(None if sf is None else (dict(sf.counts), sf.minimum))
         ss = spreading.score_state(state, p, nodes)
@@ -142,6 +167,8 @@ def test_index_and_counts_through_any_sequence(ops: list[tuple[str, int, int]]) 
             new = decode(doc)
             assert isinstance(new, Node)
             state.add_node(new)
+        elif action == "everywhere":
+            state.touch("*")  # a cluster-wide change: the kept sums start over (first passes)
         elif action == "fork":
             state.fork()
             depth += 1

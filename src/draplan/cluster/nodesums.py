@@ -24,20 +24,33 @@ MAX_SUMS = 4096  # sums kept per store (then all dropped at once)
 
 class NodeSums(Generic[K]):
     """Σ over nodes of `part(state, node_name)`; `where(state)`, when given, names the nodes
-    that can have a non-empty part (a full pass looks only at them)."""
+    that can have a non-empty part (a full pass looks only at them). With `grouped`, the keys
+    are (group, key) pairs and the total is also kept by group (`groups`)."""
 
-    __slots__ = ("_cursor", "_part", "_parts", "_where", "generation", "total")
+    __slots__ = (
+        "_cursor",
+        "_grouped",
+        "_part",
+        "_parts",
+        "_where",
+        "generation",
+        "groups",
+        "total",
+    )
 
     def __init__(
         self,
         part: Callable[[ClusterState, str], Part[K]],
         where: Callable[[ClusterState], Iterable[str]] | None = None,
+        grouped: bool = False,
     ) -> None:
         self._part = part
         self._where = where
+        self._grouped = grouped
         self._cursor = -1
         self._parts: dict[str, Part[K]] = {}
         self.total: dict[K, int] = {}
+        self.groups: dict[Hashable, dict[Hashable, int]] = {}
         # Changes whenever the total does: callers keep what they derived from it under it.
         self.generation = 0
 
@@ -47,6 +60,7 @@ class NodeSums(Generic[K]):
         if changed is None:
             self._parts.clear()
             self.total = {}
+            self.groups = {}
             self.generation += 1
             names = self._where(state) if self._where is not None else state.nodes.keys()
             for name in names:
@@ -81,6 +95,18 @@ class NodeSums(Generic[K]):
                 total[key] = value
             else:
                 del total[key]
+            if self._grouped:
+                pair: tuple[Hashable, Hashable] = key  # type: ignore[assignment]
+                group, inner = pair
+                members = self.groups.get(group)
+                if members is None:
+                    members = self.groups[group] = {}
+                if value:
+                    members[inner] = value
+                else:
+                    del members[inner]
+                    if not members:
+                        del self.groups[group]
 
     def part(self, name: str) -> Part[K]:
         """A node's part as last computed (empty when it has none)."""
@@ -107,6 +133,7 @@ class SumsStore:
         spec: Hashable,
         part: Callable[[ClusterState, str], Part[Any]],
         where: Callable[[ClusterState], Iterable[str]] | None = None,
+        grouped: bool = False,
     ) -> NodeSums[Any]:
         if state is not self._state:
             self._state = state
@@ -115,6 +142,6 @@ class SumsStore:
         if sums is None:
             if len(self._sums) >= MAX_SUMS:
                 self._sums.clear()
-            sums = self._sums[spec] = NodeSums(part, where)
+            sums = self._sums[spec] = NodeSums(part, where, grouped)
         sums.refresh(state)
         return sums

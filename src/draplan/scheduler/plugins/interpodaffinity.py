@@ -33,8 +33,12 @@ AFFINITY_MISMATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_MISMATCH = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 MAX_NODE_SCORE = 100
+# Kinds of terms of running pods.
+REQUIRED, REQUIRED_ANTI = "required-affinity", "required-anti-affinity"
+PREFERRED, PREFERRED_ANTI = "preferred-affinity", "preferred-anti-affinity"
 
 Pair = tuple[str, str]  # (topology key, value)
+RunningTerm = tuple[str, AffinityTerm, int]  # (kind, term, weight)
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,25 @@ def _pair(node: Node, key: str) -> Pair | None:
 # --- Filter ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ScoreMap:
+    """preScoreState's topology score: the incoming pod's preferred terms' weights per pair
+    (`keys`: the topology keys they use), and per running pods' term that selects the pod,
+    its weight (negative for anti-affinity) and the domain values of the pods with it."""
+
+    incoming: Mapping[Pair, int]
+    keys: tuple[str, ...]
+    by_term: tuple[tuple[int, str, Mapping[str, int]], ...]
+
+
 @dataclass
 class FilterState:
     """preFilterState: the incoming pod's terms and three maps of topology pair to count."""
 
     terms: PodTerms
-    existing_anti: Mapping[Pair, int]
+    # Per running pods' anti-affinity term that selects the pod: its topology key, and the
+    # values of the domains the pods with it run in (with how many).
+    existing_anti: tuple[tuple[str, Mapping[str, int]], ...]
     affinity: Mapping[Pair, int]
     anti: Mapping[Pair, int]
     self_match: bool  # the pod matches all its own required affinity terms
@@ -112,7 +129,7 @@ class NamespaceLabels(dict[str, Mapping[str, str]]):
 
 
 @dataclass
-class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
+class InterPodAffinity(ClusterPlugin[FilterState, "ScoreMap"]):
     """The plugin: PreFilter / Filter / PreScore / Score / NormalizeScore. A cluster plugin:
     its answer for a node depends on the pods of other nodes."""
 
@@ -131,9 +148,23 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
             if pod_terms(pod) is not NO_TERMS
             else None
         )
-        running = self.sums.get(state, ("terms",), _terms_part, _affinity_nodes).total
-        selecting = sorted(key for (key, t) in running if t.matches(pod, own_labels))
+        selecting = sorted(
+            (kind, t.key, weight)
+            for (kind, t, weight), _ in self._selecting(state, pod, own_labels)
+        )
         return (mine, selecting)
+
+    def _selecting(
+        self, state: ClusterState, pod: Pod, own_labels: Mapping[str, str]
+    ) -> list[tuple[RunningTerm, Mapping[str, int]]]:
+        """The running pods' terms that select `pod`, each with the domain values they run
+        in (one sum for every pod: a pod is judged by the terms, not pass by pass)."""
+        running = self.sums.get(state, ("running",), _running_part, _affinity_nodes, True)
+        return [
+            (group, values)  # type: ignore[misc]
+            for group, values in running.groups.items()
+            if group[1].matches(pod, own_labels)  # type: ignore[index]
+        ]
 
     # --- PreFilter and Filter ---------------------------------------------------------------
 
@@ -141,7 +172,11 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
         """PreFilter: None when it would return Skip (nothing to check)."""
         terms = pod_terms(pod)
         own_labels = namespace_labels(state, pod.metadata.namespace)
-        existing = self._existing_anti(state, pod, own_labels)
+        existing = tuple(
+            (t.topology_key, values)
+            for (kind, t, _), values in self._selecting(state, pod, own_labels)
+            if kind == REQUIRED_ANTI
+        )
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
             return None
         affinity: dict[Pair, int] = {}
@@ -158,26 +193,6 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
             terms, existing, affinity, anti, _all_match(terms.required_affinity, pod, own_labels)
         )
 
-    def _existing_anti(
-        self, state: ClusterState, pod: Pod, own_labels: Mapping[str, str]
-    ) -> Mapping[Pair, int]:
-        """getExistingAntiAffinityCounts: topology pairs of running pods whose required
-        anti-affinity terms match the incoming pod."""
-        spec = ("existing", _seen_as(pod, own_labels))
-
-        def part(state: ClusterState, name: str) -> dict[Hashable, int]:
-            node = state.nodes[name]
-            out: dict[Hashable, int] = {}
-            for other in state.pods_on(name):
-                for t in pod_terms(other).required_anti_affinity:
-                    if t.matches(pod, own_labels):
-                        pair = _pair(node, t.topology_key)
-                        if pair is not None:
-                            out[pair] = out.get(pair, 0) + 1
-            return out
-
-        return self.sums.get(state, spec, part, _affinity_nodes).total
-
     def filter_node(self, fs: FilterState, pod: Pod, node: Node) -> Status:
         """Filter: the node's topology pairs against the three maps."""
         labels = node.metadata.labels
@@ -188,69 +203,57 @@ class InterPodAffinity(ClusterPlugin[FilterState, Mapping[Pair, int]]):
                 value = labels.get(t.topology_key)
                 if value is not None and fs.anti.get((t.topology_key, value), 0) > 0:
                     return unschedulable(ANTI_AFFINITY_MISMATCH)
-        if fs.existing_anti:
-            for pair in labels.items():
-                if fs.existing_anti.get(pair, 0) > 0:
-                    return unschedulable(EXISTING_ANTI_AFFINITY)
+        for key, values in fs.existing_anti:
+            value = labels.get(key)
+            if value is not None and values.get(value, 0) > 0:
+                return unschedulable(EXISTING_ANTI_AFFINITY)
         return SUCCESS
 
     # --- PreScore, Score and NormalizeScore ---------------------------------------------------
 
     def score_state(
         self, state: ClusterState, pod: Pod, nodes: Sequence[Node] = ()
-    ) -> Mapping[Pair, int] | None:
-        """PreScore: the topology score map (a sum of weights per topology pair), None when it
-        would return Skip."""
+    ) -> ScoreMap | None:
+        """PreScore: the topology score map, None when it would return Skip. The incoming
+        pod's preferred terms against the running pods are summed per pair; the running
+        pods' terms that select the pod add their weight (hardPodAffinityWeight for required
+        affinity) per domain they run in."""
         terms = pod_terms(pod)
         preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if self.args.ignore_preferred_terms_of_existing_pods and not preferred:
             return None
         own_labels = namespace_labels(state, pod.metadata.namespace)
-        spec = (
-            "score",
-            _seen_as(pod, own_labels),
-            terms.preferred_affinity,
-            terms.preferred_anti_affinity,
-            self.args,
-        )
         hard = self.args.hard_pod_affinity_weight
-
-        def part(state: ClusterState, name: str) -> dict[Hashable, int]:
-            node = state.nodes[name]
-            labels = node.metadata.labels
-            if not labels:
-                return {}  # processExistingPod: a node without labels is in no topology
-            ns_labels = NamespaceLabels(state)
-            out: dict[Hashable, int] = {}
-            for other in state.pods_on(name):
-                mine = pod_terms(other)
-                if not preferred and mine is NO_TERMS:
-                    continue  # only the pods with affinity terms can add to the score
-                other_labels = ns_labels[other.metadata.namespace]
-                _add_weighted(out, terms.preferred_affinity, other, other_labels, labels, +1)
-                _add_weighted(out, terms.preferred_anti_affinity, other, other_labels, labels, -1)
-                if hard > 0:
-                    for t in mine.required_affinity:
-                        if t.matches(pod, own_labels) and t.topology_key in labels:
-                            pair = (t.topology_key, labels[t.topology_key])
-                            out[pair] = out.get(pair, 0) + hard
-                _add_weighted(out, mine.preferred_affinity, pod, own_labels, labels, +1)
-                _add_weighted(out, mine.preferred_anti_affinity, pod, own_labels, labels, -1)
-            return {k: v for k, v in out.items() if v}
-
-        where: Callable[[ClusterState], Iterable[str]] | None = _affinity_nodes
+        by_term: list[tuple[int, str, Mapping[str, int]]] = []
+        for (kind, t, weight), values in self._selecting(state, pod, own_labels):
+            factor = {REQUIRED: hard, PREFERRED: weight, PREFERRED_ANTI: -weight}.get(kind, 0)
+            if factor:
+                by_term.append((factor, t.topology_key, values))
+        incoming: Mapping[Pair, int] = {}
         if preferred:
+            spec = ("preferred", terms.preferred_affinity, terms.preferred_anti_affinity)
             weighted = (*terms.preferred_affinity, *terms.preferred_anti_affinity)
-            where = _term_nodes(tuple(w.term for w in weighted), also=_affinity_nodes)
-        total = self.sums.get(state, spec, part, where).total
-        return total or None
+            where = _term_nodes(tuple(w.term for w in weighted))
+            incoming = self.sums.get(state, spec, _preferred_part(terms), where).total
+        if not incoming and not by_term:
+            return None
+        return ScoreMap(incoming, tuple(sorted({k for k, _ in incoming})), tuple(by_term))
 
-    def score_node(self, scores: Mapping[Pair, int], node: Node) -> int:
-        """Score: the sum of the map's weights for the node's topology pairs."""
+    def score_node(self, scores: ScoreMap, node: Node) -> int:
+        """Score: the weights of the map for the node's topology pairs."""
         labels = node.metadata.labels
-        return sum(scores.get(pair, 0) for pair in labels.items())
+        total = 0
+        for key in scores.keys:
+            value = labels.get(key)
+            if value is not None:
+                total += scores.incoming.get((key, value), 0)
+        for factor, key, values in scores.by_term:
+            value = labels.get(key)
+            if value is not None:
+                total += factor * values.get(value, 0)
+        return total
 
-    def normalize(self, ss: Mapping[Pair, int], scores: Sequence[Scored]) -> None:
+    def normalize(self, ss: ScoreMap, scores: Sequence[Scored]) -> None:
         normalize(scores)
 
 
@@ -266,32 +269,44 @@ def normalize(scores: Sequence[Scored]) -> None:
         )
 
 
-def _terms_part(state: ClusterState, name: str) -> dict[Hashable, int]:
-    """The terms of the pods on a node, each as (its canonical key, the term)."""
+def _running_part(state: ClusterState, name: str) -> dict[Hashable, int]:
+    """The terms of the pods on a node, by (kind, term, weight) and the node's value of the
+    term's topology key (a node without it is in no domain of the term)."""
+    labels = state.nodes[name].metadata.labels
     out: dict[Hashable, int] = {}
     for pod in state.pods_on(name):
         terms = pod_terms(pod)
         if terms is NO_TERMS:
             continue
-        for kind, group in (
-            ("required-affinity", terms.required_affinity),
-            ("required-anti-affinity", terms.required_anti_affinity),
-            ("preferred-affinity", tuple(w.term for w in terms.preferred_affinity)),
-            ("preferred-anti-affinity", tuple(w.term for w in terms.preferred_anti_affinity)),
+        for kind, weighted in (
+            (REQUIRED, [(t, 0) for t in terms.required_affinity]),
+            (REQUIRED_ANTI, [(t, 0) for t in terms.required_anti_affinity]),
+            (PREFERRED, [(w.term, w.weight) for w in terms.preferred_affinity]),
+            (PREFERRED_ANTI, [(w.term, w.weight) for w in terms.preferred_anti_affinity]),
         ):
-            for t in group:
-                at = ((kind, t.key), t)
-                out[at] = out.get(at, 0) + 1
+            for t, weight in weighted:
+                value = labels.get(t.topology_key)
+                if value is not None:
+                    at = ((kind, t, weight), value)
+                    out[at] = out.get(at, 0) + 1
     return out
 
 
-def _seen_as(pod: Pod, namespace_labels: Mapping[str, str]) -> Hashable:
-    """What other pods' terms read of a pod: its namespace, labels and namespace's labels."""
-    return (
-        pod.metadata.namespace,
-        tuple(sorted(pod.metadata.labels.items())),
-        tuple(sorted(namespace_labels.items())),
-    )
+def _preferred_part(terms: PodTerms) -> Callable[[ClusterState, str], dict[Hashable, int]]:
+    """scoreMap.processTerms of the incoming pod's preferred terms, one node's part: the
+    weights of the terms each pod on it matches, per topology pair."""
+
+    def part(state: ClusterState, name: str) -> dict[Hashable, int]:
+        labels = state.nodes[name].metadata.labels
+        ns_labels = NamespaceLabels(state)
+        out: dict[Hashable, int] = {}
+        for other in state.pods_on(name):
+            other_labels = ns_labels[other.metadata.namespace]
+            _add_weighted(out, terms.preferred_affinity, other, other_labels, labels, +1)
+            _add_weighted(out, terms.preferred_anti_affinity, other, other_labels, labels, -1)
+        return {k: v for k, v in out.items() if v}
+
+    return part
 
 
 def satisfies_affinity(fs: FilterState, labels: Mapping[str, str]) -> bool:

@@ -438,8 +438,8 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
         self, state: ClusterState, pod: Pod, nodes: Sequence[Node]
     ) -> ScoreState | None:
         """PreScore over the nodes that passed the filters: None when it would return Skip."""
-        if not state.nodes:
-            return None
+        if not nodes:
+            return None  # upstream skips a cluster without nodes; it has none feasible either
         constraints = self.constraints(state, pod, SCHEDULE_ANYWAY)
         if not constraints:
             return None

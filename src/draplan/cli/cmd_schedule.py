@@ -47,13 +47,37 @@ def profile_from(path: str | None) -> Profile:
 
 
 def result_doc(r: PodResult) -> dict[str, Any]:
-    return {
+    doc = {
         "namespace": r.key[0],
         "name": r.key[1],
         "node": r.node,
         "claims": [encode(c) for c in r.claims],
         "reason": r.reason.to_dict() if r.reason is not None else None,
     }
+    if r.nominated:
+        doc["nominatedNode"] = r.nominated
+        doc["victims"] = [
+            {"namespace": v.metadata.namespace, "name": v.metadata.name, "node": v.spec.node_name}
+            for v in r.victims
+        ]
+    return doc
+
+
+def victim_rows(results: list[PodResult], wide: bool) -> list[list[int | str]]:
+    """A row per pod preemption evicts (the event kube-scheduler records on it is Preempted)."""
+    rows: list[list[int | str]] = []
+    for r in results:
+        for v in r.victims:
+            row: list[int | str] = [
+                v.metadata.namespace,
+                v.metadata.name,
+                "Preempted",
+                v.spec.node_name,
+                0,
+                f"preempted by {r.key[0]}/{r.key[1]} on {r.nominated}",
+            ]
+            rows.append([*row, "<none>", "<none>"] if wide else row)
+    return rows
 
 
 def gated_doc(pod: Pod) -> dict[str, Any]:
@@ -75,7 +99,9 @@ def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str,
     """What `-o yaml` writes, by `--manifests`:
 
     - objects: the bound Pods (spec.nodeName set) and their allocated ResourceClaims, the
-      cluster as it would be after scheduling, to read back with -f;
+      cluster as it would be after scheduling, to read back with -f; a pod that preempted is
+      not bound in the same cycle: it is listed with status.nominatedNodeName, as the
+      scheduler patches it (its victims' deletion is no manifest and is not written);
     - claim-status: per claim, the status the scheduler writes before binding (allocation and
       reservedFor), as an apply configuration for
       `kubectl apply --server-side --subresource=status` (KEP-2590);
@@ -84,6 +110,8 @@ def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str,
     """
     out: list[dict[str, Any]] = []
     for r in results:
+        if r.nominated and kind == "objects":
+            out.append(encode(r.pod))
         if not r.node:
             continue
         if kind == "objects":
@@ -141,14 +169,18 @@ def schedule(
     state = load_state(filenames, select=False)
     shown = shown_pods(state)
     gated = [p for p in gated_pods(state) if shown(key_of(p))]
-    results = [r for r in Scheduler(profile).run(state) if shown(r.key)]
+    results = [r for r in Scheduler(profile, post_filter=True).run(state) if shown(r.key)]
     scheduled = sum(1 for r in results if r.node)
+    nominated = sum(1 for r in results if r.nominated)
+    preempted = sum(len(r.victims) for r in results)
     doc: dict[str, Any] = {
         "pods": [result_doc(r) for r in results] + [gated_doc(p) for p in gated],
         "summary": {
             "scheduled": scheduled,
             "unschedulable": len(results) - scheduled,
             "gated": len(gated),
+            "nominated": nominated,
+            "preempted": preempted,
         },
     }
     problems = check_results(state, results) if check else []
@@ -169,24 +201,33 @@ def schedule(
                 if c.status.allocation
                 for d in c.status.allocation.devices.results
             ]
+            reason = r.reason.message if r.reason else ""
+            if r.nominated:
+                evicted = ", ".join(f"{v.metadata.namespace}/{v.metadata.name}" for v in r.victims)
+                reason = f"nominated to {r.nominated}, preempting {evicted}; {reason}"
             row = [
                 r.key[0],
                 r.key[1],
-                # The PodScheduled condition's reason when it is False.
-                "Scheduled" if r.node else "Unschedulable",
+                # The PodScheduled condition's reason when it is False; a pod that preempted
+                # waits (Unschedulable) for its nominated node.
+                "Scheduled" if r.node else "Nominated" if r.nominated else "Unschedulable",
                 r.node or "<none>",
                 len(devices),
-                r.reason.message if r.reason else "",
+                reason,
             ]
-            rows.append([*row, ",".join(devices) or "<none>"] if wide else row)
+            rows.append(
+                [*row, r.nominated or "<none>", ",".join(devices) or "<none>"] if wide else row
+            )
         for pod in gated:
             # kube-scheduler's PodScheduled reason for a pod it keeps out of its queue.
             row = [*key_of(pod), "SchedulingGated", "<none>", 0, gate_text(pod)]
-            rows.append([*row, "<none>"] if wide else row)
+            rows.append([*row, "<none>", "<none>"] if wide else row)
+        rows.extend(victim_rows(results, wide))
         emit_table(
             f"{scheduled} scheduled, {len(results) - scheduled} unschedulable"
+            + (f" ({nominated} nominated, {preempted} pods preempted)" if nominated else "")
             + (f", {len(gated)} gated" if gated else ""),
-            [*headers, "ALLOCATED"] if wide else headers,
+            [*headers, "NOMINATED NODE", "ALLOCATED"] if wide else headers,
             rows,
         )
     if problems:

@@ -2,6 +2,9 @@
 and gangs placed all or nothing in one cycle, inside their topology domain when they have one.
 
 It never assumes nodes are real: the autoscaler runs it on a forked state with template nodes.
+With `post_filter`, a pod no node fits runs the profile's PostFilter plugins, DefaultPreemption
+among them: lower-priority pods may be evicted for it and a node nominated, where it binds in
+a later attempt; its requests count there meanwhile for pods of equal or lower priority.
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.profile import Profile, build_profile
-from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
+from draplan.scheduler.queue import (
+    in_queue_order,
+    priority_of,
+    priority_table,
+    waiting_in_queue_order,
+)
 from draplan.scheduler.reasons import FitReason, fit_error, pod_level, with_post_filter
 
 GANG_INCOMPLETE = "GangIncomplete"
@@ -52,6 +60,7 @@ class PodResult:
     # other pods may then make the pod fit, unlike a failure on what nodes hold.
     monotone: bool = True
     nominated: str = ""  # the node a PostFilter plugin (preemption) nominated it to
+    victims: tuple[Pod, ...] = ()  # the pods evicted for it there, most important first
 
 
 def _shape(
@@ -76,9 +85,17 @@ class Scheduler:
     """Places pending pods on a ClusterState (mutating it: pods bound, claims allocated)."""
 
     def __init__(
-        self, profile: Profile | None = None, gangs: bool = True, explain: bool = True
+        self,
+        profile: Profile | None = None,
+        gangs: bool = True,
+        explain: bool = True,
+        post_filter: bool = False,
     ) -> None:
         self.profile = profile or build_profile()
+        # post_filter=True: kube-scheduler's own run, PostFilter plugins (preemption)
+        # included; callers that only ask what fits now (the autoscaler's simulations, as
+        # Cluster Autoscaler's filtering does) leave them out.
+        self.post_filters = self.profile.post_filters if post_filter else ()
         # explain=False: a pod that fits nowhere gets only "0/N nodes are available." (no
         # per-reason counts or allocator evidence), for callers that only need placements.
         self.evaluator = Evaluator(self.profile, explain=explain)
@@ -152,7 +169,33 @@ class Scheduler:
     ) -> PodResult:
         """One scheduling cycle for one pod; binds it on success. `candidates`: only those
         nodes (draplan's own trials), tried in that order; the scheduler's place in its node
-        order is then left as it was."""
+        order is then left as it was.
+
+        Pods nominated to a node count there only for pods of equal or lower priority, never
+        for themselves (the nominator's addGENominatedPods): the others are set aside for the
+        cycle."""
+        own = key_of(pod)
+        aside = []
+        held = state.held.items()
+        if next(held, None) is not None:
+            classes, default = priority_table(state)
+            mine = priority_of(pod, classes, default)
+            aside = [
+                k
+                for k, _ in state.held.items()
+                if k == own or priority_of(state.pods[k], classes, default) < mine
+            ]
+        if not aside:
+            return self._cycle(state, pod, candidates)
+        for k in aside:
+            state.release(k)
+        try:
+            return self._cycle(state, pod, candidates)
+        finally:
+            for k in aside:
+                state.rehold(k)
+
+    def _cycle(self, state: ClusterState, pod: Pod, candidates: list[str] | None) -> PodResult:
         info, cycle, status = self._pre_filter(state, pod)
         if not status.ok:
             total = len(candidates) if candidates is not None else len(state.nodes)
@@ -160,8 +203,16 @@ class Scheduler:
             reason, found = self._post_filter(
                 state, cycle, info, pod_level(status.reasons[0], code, total)
             )
-            return PodResult(info.key, pod, reason=reason, nominated=_nominated(found))
+            return self._nominate(state, info, reason, found)
         evaluator = self.evaluator
+        nominated = pod.status.nominated_node_name
+        if candidates is None and nominated and nominated in state.nodes:
+            # evaluateNominatedNode: a pod nominated to a node goes there if it fits now.
+            ev = evaluator.refresh_only(state, cycle, info, [nominated])
+            if ev.evals[nominated].status.ok:
+                evaluator.confirm(state, cycle, info, ev, nominated)
+                if ev.evals[nominated].status.ok:
+                    return self._bind(state, cycle, info, nominated, ev.evals[nominated].details)
         if candidates is None:
             ev = evaluator.refresh(state, cycle, info)
         else:
@@ -203,16 +254,24 @@ class Scheduler:
         else:
             reason = evaluator.fit_error_among(state, cycle, info, ev, candidates, chosen.failed)
         found = None
-        if self.profile.post_filters:
-            names = candidates if candidates is not None else list(ev.evals)
-            statuses = NodeStatuses(evaluator, state, cycle, info, ev, names, chosen.failed)
+        if self.post_filters and candidates is None:
+            statuses = NodeStatuses(
+                evaluator, state, cycle, info, ev, list(ev.evals), chosen.failed
+            )
             reason, found = self._post_filter(state, cycle, info, reason, statuses)
+        result = self._nominate(state, info, reason, found)
+        result.monotone = not evaluator.cluster_active(cycle)
+        return result
+
+    def _nominate(
+        self, state: ClusterState, info: PodInfo, reason: FitReason, found: PostFilterResult | None
+    ) -> PodResult:
+        """The pod unschedulable this cycle: with a PostFilterResult, nominated to its node."""
+        if found is None or not found.nominated_node:
+            return PodResult(info.key, state.pods.get(info.key) or info.pod, reason=reason)
+        pod = state.nominate(info.pod, found.nominated_node)
         return PodResult(
-            info.key,
-            info.pod,
-            reason=reason,
-            monotone=not evaluator.cluster_active(cycle),
-            nominated=_nominated(found),
+            info.key, pod, reason=reason, nominated=found.nominated_node, victims=found.victims
         )
 
     def _post_filter(
@@ -228,7 +287,7 @@ class Scheduler:
         reasons alone join it); else the reasons of all, joined, end the FailedScheduling
         message."""
         reasons: list[str] = []
-        for plugin in self.profile.post_filters:
+        for plugin in self.post_filters:
             status = plugin.post_filter(state, cycle, info, statuses or {})
             if status.ok:
                 found = status.detail if isinstance(status.detail, PostFilterResult) else None
@@ -469,10 +528,6 @@ def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
         return pod
     status = msgspec.structs.replace(pod.status, resource_claim_statuses=tuple(statuses))
     return msgspec.structs.replace(pod, status=status)
-
-
-def _nominated(found: PostFilterResult | None) -> str:
-    return found.nominated_node if found is not None else ""
 
 
 def unbound(pod: Pod) -> Pod:

@@ -24,6 +24,8 @@ from draplan.scheduler.plugins.placement import POLICIES, DeviceResource, policy
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
 from draplan.scheduler.plugins.tainttoleration import TaintTolerationPlugin
 from draplan.scheduler.plugins.topologylocality import TopologyLocality
+from draplan.scheduler.preemption import DefaultPreemption
+from draplan.scheduler.preemption_args import PreemptionArgs
 
 # In upstream's order (default_plugins.go): cheap filters first, DynamicResources (the
 # allocator) last.
@@ -181,7 +183,7 @@ def build_profile(
     }
     disabled = set(s.disabled_plugins) if s is not None else set()
     for i, name in enumerate(sorted(disabled)):
-        if name not in table:
+        if name not in table and name != names.DEFAULT_PREEMPTION:
             raise BadInput(
                 f"unknown plugin {name!r}",
                 kind="SchedulerProfile",
@@ -216,9 +218,17 @@ def build_profile(
     filters = tuple(table[n] for n in FILTERS if n not in disabled)
     # The PreFilters besides DynamicResources' (the scheduler runs it first), in profile order.
     own = tuple(p for p in filters if p is not dra and callable(getattr(p, "pre_filter", None)))
+    # default_plugins.go's PostFilter order: DynamicResources, then DefaultPreemption.
+    post_filters: tuple[Any, ...] = (dra,)
+    if names.DEFAULT_PREEMPTION not in disabled:
+        preemption = DefaultPreemption(
+            filters, dra, PreemptionArgs(), seed, (ties or "name") == "random"
+        )
+        post_filters = (dra, preemption)
     return Profile(
         filters=filters,
         scores=scores,
+        post_filters=post_filters,
         dra=dra,
         options=options,
         pre_filters=(chosen.pre_filters if chosen is not None else ()) + own,

@@ -28,13 +28,6 @@ class FitReason:
             out["postFilter"] = self.post_filter
         return out
 
-    def with_post_filter(self, message: str) -> FitReason:
-        """FitError.Error(): the PostFilter plugins' message after the filters' (one space,
-        no period added: the preemption message ends with its own)."""
-        if not message:
-            return self
-        return FitReason(f"{self.message} {message}", self.nodes, self.evidence, message)
-
 
 def reason_code(status: Status) -> str:
     """Allocator failures count by their code; other plugins by their printed reason."""
@@ -89,7 +82,8 @@ def pod_level(message: str, code: str, total: int) -> FitReason:
 
 def with_post_filter(reason: FitReason, messages: list[str]) -> FitReason:
     """FitError.Error(): the reasons of the PostFilter plugins that failed, joined by ", ",
-    end the message as one more sentence."""
+    after one space and nothing more (preemption's own message ends with its period)."""
     if not messages:
         return reason
-    return FitReason(f"{reason.message} {', '.join(messages)}.", reason.nodes, reason.evidence)
+    post = ", ".join(messages)
+    return FitReason(f"{reason.message} {post}", reason.nodes, reason.evidence, post)

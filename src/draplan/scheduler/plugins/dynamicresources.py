@@ -4,6 +4,7 @@ resources a DeviceClass serves are allocated here too, on nodes no device plugin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -34,6 +35,11 @@ from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 
 MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
 CANNOT_ALLOCATE = "cannot allocate all claims"
+UNAVAILABLE = "resourceclaim not available on the node"
+# PostFilter's answers (it runs before DefaultPreemption in the default profile).
+NO_CLAIMS = "no new claims to deallocate"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL = "still not schedulable"
 
 
 @dataclass
@@ -114,7 +120,7 @@ class DynamicResources:
     def filter(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)
         if unavailable_on(node, dra.claims):
-            return unschedulable("resourceclaim not available on the node", resolvable=False)
+            return unschedulable(UNAVAILABLE, resolvable=False)
         pending = self._to_allocate(dra, pod, node)
         if not pending:
             return SUCCESS
@@ -128,6 +134,28 @@ class DynamicResources:
                 return unschedulable("timed out trying to allocate devices", detail=reason)
             return unschedulable(CANNOT_ALLOCATE, detail=reason)
         return Status(detail=outcome)
+
+    def post_filter(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+    ) -> Status:
+        """PostFilter (dynamicresources.go): without claims nothing to deallocate; an allocated
+        claim some node could not reach and no other pod reserves is deallocated, so that the
+        next attempt may allocate it elsewhere (draplan says so and leaves it allocated);
+        else the pod stays unschedulable. Never a success: preemption runs next."""
+        dra = cycle.data.get(self.name)
+        if not isinstance(dra, DraState) or (not dra.claims and not dra.served):
+            return unschedulable(NO_CLAIMS)
+        if any(UNAVAILABLE in s.reasons for s in statuses.values()):
+            uid = pod.pod.metadata.uid
+            for claim in dra.claims:
+                holders = claim.status.reserved_for
+                if claim.status.allocation is not None and all(h.uid == uid for h in holders):
+                    return unschedulable(DEALLOCATED)
+        return unschedulable(STILL)
 
     def reserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:
         dra = self._state(cycle)

@@ -9,7 +9,8 @@ a later attempt; its requests count there meanwhile for pods of equal or lower p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import msgspec
@@ -32,6 +33,8 @@ from draplan.scheduler.framework import (
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
+from draplan.scheduler.preemption import DefaultPreemption, evict, workload_group
+from draplan.scheduler.preemption_groups import preempt_group
 from draplan.scheduler.profile import Profile, build_profile
 from draplan.scheduler.queue import (
     in_queue_order,
@@ -107,6 +110,16 @@ class Scheduler:
         shapers = [p for p in plugins.values() if callable(getattr(p, "pod_shape", None))]
         self._shapers = sorted(shapers, key=is_cluster)
         self._local_shapers = sum(1 for p in shapers if not is_cluster(p))
+
+    @contextmanager
+    def post_filtering(self) -> Iterator[None]:
+        """The profile's PostFilter plugins on for the body: what kube-scheduler does on the
+        nodes there are, preemption included (the autoscaler's look at existing nodes)."""
+        kept, self.post_filters = self.post_filters, self.profile.post_filters
+        try:
+            yield
+        finally:
+            self.post_filters = kept
 
     # --- one pod -------------------------------------------------------------------------
 
@@ -378,15 +391,76 @@ class Scheduler:
                 for p in pending
             ]
         if gang.topology is not None:
-            return self._gang_in_domain(state, gang, pending, bound)
-        with state.forked() as _:
-            results = self._place_all(state, pending, None)
-            placed = sum(1 for r in results if r.node)
-            ok = bound + placed >= gang.min_count
-            if ok:
-                state.commit()
-                state.fork()  # balance the context manager's revert
-        return self._gang_outcome(gang, results, ok, total)
+            results = self._gang_in_domain(state, gang, pending, bound)
+        else:
+            with state.forked() as _:
+                trial = self._place_all(state, pending, None)
+                # A member nominated by its own preemption counts: the gang preempts as a
+                # unit (all it needs placed or nominated) or not at all (the fork reverts).
+                placed = sum(1 for r in trial if r.node or r.nominated)
+                ok = bound + placed >= gang.min_count
+                if ok:
+                    state.commit()
+                    state.fork()  # balance the context manager's revert
+            results = self._gang_outcome(gang, trial, ok, total)
+            if not ok:  # nominations made in the trial are gone with it
+                results = [_as_before(state, r) for r in results]
+        if any(r.node or r.nominated for r in results):
+            return results
+        return self._group_post_filter(state, gang, pending, bound, results) or results
+
+    def _group_post_filter(
+        self,
+        state: ClusterState,
+        gang: Gang,
+        pending: list[Pod],
+        bound: int,
+        results: list[PodResult],
+    ) -> list[PodResult] | None:
+        """PodGroupPostFilter, for a gang of a PodGroup under workload-aware preemption: the
+        group's pending pods preempt together, or the reason ends their messages."""
+        plugin = next((p for p in self.post_filters if isinstance(p, DefaultPreemption)), None)
+        group = workload_group(state, pending[0]) if plugin is not None else None
+        if plugin is None or group is None:
+            return None
+        kept = self.post_filters
+
+        def place(st: ClusterState, pods: list[Pod]) -> list[tuple[Pod, str]]:
+            self.post_filters = ()
+            try:
+                return [(r.pod, r.node or "") for r in self._place_all(st, pods, None)]
+            finally:
+                self.post_filters = kept
+
+        def fits(st: ClusterState, pod: Pod, node: str) -> bool:
+            return self.schedule_pod(st, pod, [node]).node == node  # no PostFilter there
+
+        failed = results
+        shortfall = f"{gang.label}: its pods do not fit together even without lower-priority pods"
+        outcome = preempt_group(
+            state, plugin, group, pending, gang.min_count - bound, place, fits, shortfall
+        )
+        if outcome.message:
+            return [
+                PodResult(r.key, r.pod, reason=_post(r.reason, outcome.message), gang=r.gang)
+                for r in failed
+            ]
+        victims = outcome.victims
+        for node in sorted(set(outcome.nominations.values())):
+            evict(state, pending[0], node, victims)  # the victims go once, with the first
+            victims = ()
+        out = []
+        for r in failed:
+            node = outcome.nominations.get(r.key, "")
+            if not node:
+                out.append(r)
+                continue
+            pod = state.nominate(state.pods.get(r.key) or r.pod, node)
+            shown = outcome.victims if not any(o.victims for o in out) else ()
+            out.append(
+                PodResult(r.key, pod, reason=r.reason, gang=r.gang, nominated=node, victims=shown)
+            )
+        return out
 
     def _gang_outcome(
         self, gang: Gang, results: list[PodResult], ok: bool, total: int, why: str = ""
@@ -395,7 +469,7 @@ class Scheduler:
             r.gang = gang.label
         if ok:
             return results
-        placed = sum(1 for r in results if r.node)
+        placed = sum(1 for r in results if r.node or r.nominated)
         message = why or (
             f"{gang.label}: only {placed} of {len(results)} pending pods fit "
             f"together, {gang.min_count} required"
@@ -409,7 +483,7 @@ class Scheduler:
                     message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
                 )
             )
-            if r.node:
+            if r.node or r.nominated:
                 reason = pod_level(
                     message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
                 )
@@ -528,6 +602,16 @@ def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
         return pod
     status = msgspec.structs.replace(pod.status, resource_claim_statuses=tuple(statuses))
     return msgspec.structs.replace(pod, status=status)
+
+
+def _as_before(state: ClusterState, r: PodResult) -> PodResult:
+    """A failed trial's result once its fork is reverted: the pod as the state has it again
+    (a nomination made in the trial is gone)."""
+    return PodResult(r.key, state.pods.get(r.key) or r.pod, reason=r.reason, gang=r.gang)
+
+
+def _post(reason: FitReason | None, message: str) -> FitReason | None:
+    return with_post_filter(reason, [message]) if reason is not None else None
 
 
 def unbound(pod: Pod) -> Pod:

@@ -53,6 +53,7 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
+WORKLOAD_AWARE = "not eligible due to workload aware preemption enabled"
 # The DisruptionTarget condition the scheduler puts on the pods it preempts.
 DISRUPTION_TARGET = "DisruptionTarget"
 BY_SCHEDULER = "PreemptionByScheduler"
@@ -118,6 +119,13 @@ def _groups(state: ClusterState) -> Groups | None:
 
 
 GROUPS = PodsMemo(_groups, pods=False)
+
+
+def workload_group(state: ClusterState, pod: Pod) -> PodGroupV1Beta1 | None:
+    """The pod's PodGroup when workload-aware preemption handles it (1.37 with the Workload
+    API): its own PostFilter then steps aside for the group's."""
+    groups = GROUPS(state)
+    return groups.of(pod) if groups is not None else None
 
 
 def _budgets(state: ClusterState) -> list[PodDisruptionBudget]:
@@ -224,10 +232,7 @@ class DefaultPreemption:
         are freed."""
         for pod in victim.pods:
             if pod.spec.node_name == node:
-                if self.args.free_devices:
-                    state.remove_pod(key_of(pod))
-                else:
-                    state.unbind_pod(state.pods[key_of(pod)])
+                take(state, pod, self.args.free_devices)
             self._extensions(state, cycle, info, pod, "remove_pod")
 
     def _restore(
@@ -241,12 +246,7 @@ class DefaultPreemption:
     ) -> None:
         for pod in victim.pods:
             if pod.spec.node_name == node:
-                if self.args.free_devices:
-                    state.put_pod(pod)
-                    for claim in claims.get(key_of(pod), ()):
-                        state.put_claim(claim)
-                else:
-                    state.bind_pod(pod, node)
+                restore(state, pod, claims, self.args.free_devices)
             self._extensions(state, cycle, info, pod, "add_pod")
 
     def _extensions(
@@ -272,7 +272,7 @@ class DefaultPreemption:
         and keep out each one the pod no longer fits beside. The state is left as it was."""
         if not victims:
             return unschedulable(NO_VICTIMS, resolvable=False)
-        claims = _claims_of(state, victims) if self.args.free_devices else {}
+        claims = claims_of(state, victims) if self.args.free_devices else {}
         with state.forked():
             for victim in victims:
                 self._take(state, cycle, info, victim, node)
@@ -337,6 +337,8 @@ class DefaultPreemption:
         """Preempt: eligibility, the candidate nodes, the dry run, the choice, and the
         eviction of the chosen victims (prepareCandidate). Success carries the nominated
         node and the victims; else the reason, "preemption: ..."."""
+        if workload_group(state, pod.pod) is not None:
+            return unschedulable(f"preemption: {WORKLOAD_AWARE}")
         outcome = self.preempt(state, cycle, pod, statuses)
         if outcome.node:
             victims = tuple(p for v in outcome.victims for p in v.pods)
@@ -477,8 +479,8 @@ def evict(state: ClusterState, pod: Pod, node: str, victims: Sequence[Pod]) -> N
             state.nominate(other, "")
 
 
-def _claims_of(
-    state: ClusterState, victims: list[Victim]
+def claims_of(
+    state: ClusterState, victims: Sequence[Victim]
 ) -> dict[ObjectKey, tuple[ResourceClaim, ...]]:
     """Each victim pod's claims as the state holds them (to put back after a trial)."""
     out: dict[ObjectKey, tuple[ResourceClaim, ...]] = {}
@@ -490,3 +492,28 @@ def _claims_of(
             held = sorted(n for n in names if n and (ns, n) in state.claims)
             out[key_of(pod)] = tuple(state.claims[(ns, n)] for n in held)
     return out
+
+
+def take(state: ClusterState, pod: Pod, free_devices: bool) -> None:
+    """A victim off its node in a trial: its node share only (kube-scheduler 1.36 / 1.37:
+    DynamicResources keeps its devices allocated), or with `free_devices` as its deletion
+    would leave things (claims only it reserves released)."""
+    if free_devices:
+        state.remove_pod(key_of(pod))
+    else:
+        state.unbind_pod(state.pods[key_of(pod)])
+
+
+def restore(
+    state: ClusterState,
+    pod: Pod,
+    claims: dict[ObjectKey, tuple[ResourceClaim, ...]],
+    free_devices: bool,
+) -> None:
+    """Undo `take` (`claims`: what `claims_of` kept)."""
+    if free_devices:
+        state.put_pod(pod)
+        for claim in claims.get(key_of(pod), ()):
+            state.put_claim(claim)
+    else:
+        state.bind_pod(pod, pod.spec.node_name)

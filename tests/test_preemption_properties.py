@@ -15,8 +15,10 @@ criterion), exactly those victims, the same message.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC
+from typing import Any
 
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
@@ -27,8 +29,10 @@ from draplan.api.policy_v1 import (
     PodDisruptionBudgetSpec,
     PodDisruptionBudgetStatus,
 )
-from draplan.cluster.state import ClusterState
+from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler, build_profile
+from draplan.scheduler.preemption import DefaultPreemption
+from draplan.scheduler.preemption_args import PreemptionArgs
 from scheduler_builders import MakeNode, MakePod
 
 EXAMPLES = 300
@@ -322,3 +326,47 @@ def test_preemption_chooses_the_node_and_victims_upstream_does(case: Case) -> No
         assert ("default", name) not in state.pods
     assert state.pods[("default", "p")].status.nominated_node_name == result.nominated
     assert state.held.get(("default", "p")) == result.nominated
+
+
+class _Forgetful(DefaultPreemption):
+    """DefaultPreemption without its memory of failed dry runs."""
+
+    def _kept(self, state: ClusterState) -> dict[tuple[bytes, int], Any]:
+        self._failures.clear()
+        return self._failures
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=cases(), more=st.lists(st.sampled_from([0, 10, 100, 1000]), min_size=2, max_size=5))
+def test_remembered_dry_runs_give_the_answers_of_fresh_ones(case: Case, more: list[int]) -> None:
+    """Several pending pods of one shape (and some of another) in one run: a dry run that
+    found nothing, kept and redone only where the change log says, answers as a fresh one."""
+    objs = build(case)
+    extra = [
+        MakePod()
+        .name(f"q{i}")
+        .req(cpu=f"{case.cpu}m")
+        .priority(p)
+        .created(f"2026-01-0{i + 1}T00:00:00Z")
+        .obj()
+        for i, p in enumerate(more)
+    ] + [MakePod().name("small").req(cpu="500m").priority(more[0]).obj()]
+
+    def outcome(forget: bool) -> list[tuple[object, ...]]:
+        profile = build_profile()
+        if forget:
+            plugin = _Forgetful(profile.filters, profile.dra, PreemptionArgs())
+            profile = dataclasses.replace(profile, post_filters=(profile.dra, plugin))
+        state = ClusterState.from_objects([*objs, *extra])
+        return [
+            (
+                r.key,
+                r.node,
+                r.nominated,
+                tuple(key_of(v) for v in r.victims),
+                r.reason.message if r.reason else "",
+            )
+            for r in Scheduler(profile, post_filter=True).run(state)
+        ]
+
+    assert outcome(False) == outcome(True)

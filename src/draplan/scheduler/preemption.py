@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from draplan.api.core_v1 import Pod
+from draplan.api.meta import KubeStruct
 from draplan.api.policy_v1 import PodDisruptionBudget
 from draplan.api.resource_v1 import ResourceClaim
 from draplan.api.scheduling import PodGroupV1Beta1, PriorityClass
@@ -207,6 +208,10 @@ class DefaultPreemption:
     ) -> None:
         self.filters, self.dra, self.args = filters, dra, args
         self.seed, self.random_ties = seed, random_ties
+        # Dry runs that found no candidate, per pod shape and priority: a later pod of that
+        # shape and priority tries again only the nodes the change log names since.
+        self._failures: dict[tuple[bytes, int], _Failures] = {}
+        self._seen: tuple[ClusterState, list[KubeStruct], int] | None = None
 
     def _fits(
         self, state: ClusterState, cycle: CycleState, info: PodInfo, node: str, dra: bool
@@ -362,19 +367,46 @@ class DefaultPreemption:
         reason = self._ineligible(state, pod, units, mine, statuses)
         if reason:
             return Outcome(message=reason)
-        total = len(state.nodes)
-        potential = sorted(n for n, s in statuses.items() if s.code == Code.UNSCHEDULABLE)
-        candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
+        # Every node has a status after Filter (counting state.nodes would walk them); none
+        # when PreFilter failed.
+        total = len(statuses) or len(state.nodes)
+        key = (info.shape, mine)
+        kept = self._kept(state).get(key)
+        changed = state.changed_since(kept.cursor) if kept is not None else None
+        candidates: list[Candidate] = []
+        if kept is not None and changed is not None:
+            # The other nodes failed last time and are as they were: only these are tried.
+            kept.drop(changed)
+            here = [n for n in changed if n in state.nodes]
+            potential = [n for n in here if statuses[n].code == Code.UNSCHEDULABLE]
+            candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
+            kept.add(failed, len(state.change_log))
+        if kept is None or changed is None or candidates:
+            # A first look, or candidates to choose from: the full dry run, as upstream's.
+            potential = sorted(n for n, st in statuses.items() if st.code == Code.UNSCHEDULABLE)
+            candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
+            kept = _Failures()
+            kept.add(failed, len(state.change_log))
+            self._failures[key] = kept
         if not candidates:
-            printed: Counter[str] = Counter()
-            for status in failed.values():
-                for text in set(status.reasons):
-                    printed[text] += 1
-            if total > len(failed):
-                printed[NOT_HELPFUL] += total - len(failed)
+            printed = Counter(kept.printed)
+            if total > len(kept.failed):
+                printed[NOT_HELPFUL] += total - len(kept.failed)
             return Outcome(message=aggregate(total, printed, Counter(), {}).message, clear=True)
+        del self._failures[key]  # the eviction changes what the dry run would find
         chosen = self._choose(candidates, units, pod)
         return Outcome(node=chosen.node, victims=chosen.victims)
+
+    def _kept(self, state: ClusterState) -> dict[tuple[bytes, int], _Failures]:
+        """The dry-run failures kept for this state while its other objects (priority
+        classes, budgets, PodGroups) stay as they were."""
+        seen = (state, state.others, len(state.others))
+        if self._seen is None or any(a is not b for a, b in zip(self._seen[:2], seen[:2])):
+            self._failures.clear()
+        elif self._seen[2] != seen[2]:
+            self._failures.clear()
+        self._seen = seen
+        return self._failures
 
     def _ineligible(
         self,
@@ -447,6 +479,29 @@ class DefaultPreemption:
             )
             return tied[draw.randrange(len(tied))]
         return tied[0]
+
+
+class _Failures:
+    """A dry run that found no candidate: its status on every potential node, the reasons
+    counted as FitError counts them, and the change log's length when it was right."""
+
+    def __init__(self) -> None:
+        self.failed: dict[str, Status] = {}
+        self.printed: Counter[str] = Counter()
+        self.cursor = 0
+
+    def drop(self, nodes: Sequence[str]) -> None:
+        for name in nodes:
+            status = self.failed.pop(name, None)
+            if status is not None:
+                self.printed.subtract(set(status.reasons))
+
+    def add(self, failed: dict[str, Status], cursor: int) -> None:
+        for name, status in failed.items():
+            self.failed[name] = status
+            self.printed.update(set(status.reasons))
+        self.printed = +self.printed  # no zero counts
+        self.cursor = cursor
 
 
 def budgets_of(state: ClusterState) -> list[Budget]:

@@ -149,12 +149,14 @@ class DynamicResources:
         dra = cycle.data.get(self.name)
         if not isinstance(dra, DraState) or (not dra.claims and not dra.served):
             return unschedulable(NO_CLAIMS)
-        if any(UNAVAILABLE in s.reasons for s in statuses.values()):
-            uid = pod.pod.metadata.uid
-            for claim in dra.claims:
-                holders = claim.status.reserved_for
-                if claim.status.allocation is not None and all(h.uid == uid for h in holders):
-                    return unschedulable(DEALLOCATED)
+        uid = pod.pod.metadata.uid
+        free = [
+            c
+            for c in dra.claims
+            if c.status.allocation is not None and all(h.uid == uid for h in c.status.reserved_for)
+        ]
+        if free and any(UNAVAILABLE in s.reasons for s in statuses.values()):
+            return unschedulable(DEALLOCATED)
         return unschedulable(STILL)
 
     def reserve(self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node) -> Status:

@@ -519,7 +519,7 @@ def test_schedule_shows_the_nomination_and_the_victims(run_cli: Any, tmp_path: P
     table = run_cli("schedule", "-f", str(path))
     assert table.code == 0, table.err
     lines = table.out.splitlines()
-    assert lines[0] == "0 scheduled, 1 unschedulable (1 nominated, 1 pods preempted)"
+    assert lines[0] == "0 scheduled, 1 unschedulable (1 nominated, 1 pod(s) preempted)"
     train = next(line.split() for line in lines if line.split()[1] == "train")
     assert train[2:4] == ["Nominated", "<none>"]
     assert "nominated to gaudi-0, preempting default/low-b;" in " ".join(train)
@@ -540,3 +540,33 @@ def test_schedule_shows_the_nomination_and_the_victims(run_cli: Any, tmp_path: P
     assert "nodeName" not in written["spec"]
     bindings = run_cli("schedule", "-f", str(path), "-o", "yaml", "--manifests", "bindings")
     assert not [d for d in yaml.safe_load_all(bindings.out) if d]
+
+
+def test_why_says_who_would_be_preempted(run_cli: Any, tmp_path: Path) -> None:
+    """`why` judges the pods on kube-scheduler's pass, preemption included: the job that
+    evicts a lower-priority pod is Schedulable, with the victims; the pod of lower priority
+    queued after it finds the cards held for the nominated job."""
+    from draplan.api.codec import encode
+
+    objs = [
+        gaudi_node("gaudi-0"),
+        running("low-a", "gaudi-0", 4, 10, "2026-10-01T10:00:00Z"),
+        running("low-b", "gaudi-0", 2, 10, "2026-10-01T11:00:00Z"),
+        running("mid", "gaudi-0", 2, 100, "2026-10-01T09:00:00Z"),
+        MakePod().name("train").req(cpu="8", **{GAUDI: 4}).priority(1000).obj(),
+        MakePod().name("etl").req(cpu="1", **{GAUDI: 2}).priority(10).obj(),
+    ]
+    path = tmp_path / "gaudi.yaml"
+    path.write_text(yaml.safe_dump_all([encode(o) for o in objs]))
+    doc = run_cli("why", "-f", str(path), "-o", "json").json()
+    by_pod = {d["pod"]: d for d in doc["pods"]} if "pods" in doc else None
+    assert by_pod is not None, doc
+    train = by_pod["default/train"]
+    assert train["category"] == "Schedulable"
+    assert train["message"].startswith(
+        "It would preempt 1 pod(s) on gaudi-0 (priority 10 < 1000): default/low-a;"
+    )
+    assert train["evidence"]["victims"] == [
+        {"pod": "default/low-a", "node": "gaudi-0", "priority": 10}
+    ]
+    assert by_pod["default/etl"]["category"] != "Schedulable"

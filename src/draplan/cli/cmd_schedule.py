@@ -225,7 +225,7 @@ def schedule(
         rows.extend(victim_rows(results, wide))
         emit_table(
             f"{scheduled} scheduled, {len(results) - scheduled} unschedulable"
-            + (f" ({nominated} nominated, {preempted} pods preempted)" if nominated else "")
+            + (f" ({nominated} nominated, {preempted} pod(s) preempted)" if nominated else "")
             + (f", {len(gated)} gated" if gated else ""),
             [*headers, "NOMINATED NODE", "ALLOCATED"] if wide else headers,
             rows,

@@ -400,12 +400,11 @@ class DefaultPreemption:
     def _kept(self, state: ClusterState) -> dict[tuple[bytes, int], _Failures]:
         """The dry-run failures kept for this state while its other objects (priority
         classes, budgets, PodGroups) stay as they were."""
-        seen = (state, state.others, len(state.others))
-        if self._seen is None or any(a is not b for a, b in zip(self._seen[:2], seen[:2])):
+        seen = self._seen
+        same = seen is not None and seen[0] is state and seen[1] is state.others
+        if not same or seen is None or seen[2] != len(state.others):
             self._failures.clear()
-        elif self._seen[2] != seen[2]:
-            self._failures.clear()
-        self._seen = seen
+        self._seen = (state, state.others, len(state.others))
         return self._failures
 
     def _ineligible(

@@ -61,14 +61,10 @@ def running(name: str, node: str, cards: int, priority: int, started: str) -> Ku
     )
 
 
-def test_gaudi_cards_preempt_the_fewest_least_important_pods() -> None:
-    """Eight Gaudi cards on one node, all taken. A 4-card job of priority 1000: every pod
-    below it comes off, then they are put back most important first (priority, then earlier
-    start): the priority-100 pod and the later-started priority-10 pod fit back beside it,
-    the earlier priority-10 pod is the victim. The pod is nominated, not bound; the cards it
-    will take count there for the later pod of lower priority, which finds nothing to evict
-    (equal priority is no victim)."""
-    objs = [
+def gaudi_queue() -> list[KubeStruct]:
+    """Eight Gaudi cards taken by pods of priority 10, 10 and 100; a 4-card job of priority
+    1000 and a 2-card pod of priority 10 wait."""
+    return [
         gaudi_node("gaudi-0"),
         running("low-a", "gaudi-0", 4, 10, "2026-10-01T10:00:00Z"),
         running("low-b", "gaudi-0", 2, 10, "2026-10-01T11:00:00Z"),
@@ -76,6 +72,16 @@ def test_gaudi_cards_preempt_the_fewest_least_important_pods() -> None:
         MakePod().name("train").req(cpu="8", **{GAUDI: 4}).priority(1000).obj(),
         MakePod().name("etl").req(cpu="1", **{GAUDI: 2}).priority(10).obj(),
     ]
+
+
+def test_gaudi_cards_preempt_the_fewest_least_important_pods() -> None:
+    """Eight Gaudi cards on one node, all taken. A 4-card job of priority 1000: every pod
+    below it comes off, then they are put back most important first (priority, then earlier
+    start): the priority-100 pod and the later-started priority-10 pod fit back beside it,
+    the earlier priority-10 pod is the victim. The pod is nominated, not bound; the cards it
+    will take count there for the later pod of lower priority, which finds nothing to evict
+    (equal priority is no victim)."""
+    objs = gaudi_queue()
     state, res = run(objs)
     train = res["train"]
     assert train.node is None and train.nominated == "gaudi-0"
@@ -548,14 +554,7 @@ def test_why_says_who_would_be_preempted(run_cli: Any, tmp_path: Path) -> None:
     queued after it finds the cards held for the nominated job."""
     from draplan.api.codec import encode
 
-    objs = [
-        gaudi_node("gaudi-0"),
-        running("low-a", "gaudi-0", 4, 10, "2026-10-01T10:00:00Z"),
-        running("low-b", "gaudi-0", 2, 10, "2026-10-01T11:00:00Z"),
-        running("mid", "gaudi-0", 2, 100, "2026-10-01T09:00:00Z"),
-        MakePod().name("train").req(cpu="8", **{GAUDI: 4}).priority(1000).obj(),
-        MakePod().name("etl").req(cpu="1", **{GAUDI: 2}).priority(10).obj(),
-    ]
+    objs = gaudi_queue()
     path = tmp_path / "gaudi.yaml"
     path.write_text(yaml.safe_dump_all([encode(o) for o in objs]))
     doc = run_cli("why", "-f", str(path), "-o", "json").json()

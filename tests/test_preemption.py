@@ -569,3 +569,24 @@ def test_why_says_who_would_be_preempted(run_cli: Any, tmp_path: Path) -> None:
         {"pod": "default/low-a", "node": "gaudi-0", "priority": 10}
     ]
     assert by_pod["default/etl"]["category"] != "Schedulable"
+
+
+def test_a_scheduler_profile_opts_into_freeing_devices(run_cli: Any, tmp_path: Path) -> None:
+    """`--profile` with `spec.preemptionFreesDevices: true` (draplan's option, KEP-5690's
+    behaviour): the GB200 fine-tune evicts a notebook through `schedule`."""
+    from draplan.api.codec import encode
+
+    path = tmp_path / "gb200.yaml"
+    path.write_text(yaml.safe_dump_all([encode(o) for o in _gb200()]))
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(
+        "apiVersion: draplan.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\n"
+        "spec: {preemptionFreesDevices: true}\n"
+    )
+    faithful = run_cli("schedule", "-f", str(path), "-o", "json").json()
+    assert faithful["summary"]["nominated"] == 0
+    doc = run_cli("schedule", "-f", str(path), "--profile", str(profile), "-o", "json").json()
+    (pod,) = doc["pods"]
+    assert pod["nominatedNode"] == "gb200-0" and [v["name"] for v in pod["victims"]] == [
+        "notebook-b"
+    ]

@@ -221,9 +221,8 @@ def build_profile(
     # default_plugins.go's PostFilter order: DynamicResources, then DefaultPreemption.
     post_filters: tuple[Any, ...] = (dra,)
     if names.DEFAULT_PREEMPTION not in disabled:
-        preemption = DefaultPreemption(
-            filters, dra, PreemptionArgs(), seed, (ties or "name") == "random"
-        )
+        args = PreemptionArgs(free_devices=s is not None and s.preemption_frees_devices)
+        preemption = DefaultPreemption(filters, dra, args, seed, (ties or "name") == "random")
         post_filters = (dra, preemption)
     return Profile(
         filters=filters,

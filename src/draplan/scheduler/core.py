@@ -189,8 +189,7 @@ class Scheduler:
         cycle."""
         own = key_of(pod)
         aside = []
-        held = state.held.items()
-        if next(held, None) is not None:
+        if next(state.held.items(), None) is not None:
             classes, default = priority_table(state)
             mine = priority_of(pod, classes, default)
             aside = [
@@ -435,7 +434,6 @@ class Scheduler:
         def fits(st: ClusterState, pod: Pod, node: str) -> bool:
             return self.schedule_pod(st, pod, [node]).node == node  # no PostFilter there
 
-        failed = results
         shortfall = f"{gang.label}: its pods do not fit together even without lower-priority pods"
         outcome = preempt_group(
             state, plugin, group, pending, gang.min_count - bound, place, fits, shortfall
@@ -443,14 +441,14 @@ class Scheduler:
         if outcome.message:
             return [
                 PodResult(r.key, r.pod, reason=_post(r.reason, outcome.message), gang=r.gang)
-                for r in failed
+                for r in results
             ]
         victims = outcome.victims
         for node in sorted(set(outcome.nominations.values())):
             evict(state, pending[0], node, victims)  # the victims go once, with the first
             victims = ()
         out = []
-        for r in failed:
+        for r in results:
             node = outcome.nominations.get(r.key, "")
             if not node:
                 out.append(r)

@@ -194,7 +194,10 @@ class Victims:
 
 class DefaultPreemption:
     """The PostFilter plugin, for one pod at a time (a gang's preemption is in
-    preemption_groups). It runs the profile's `filters` on the nodes it tries."""
+    preemption_groups). It runs the profile's `filters` on the nodes it tries. A filter that
+    keeps what it knows of other pods in the cycle state (pod affinity, topology spread)
+    hears of each pod taken off or put back in a trial through `remove_pod(state, cycle, pod,
+    victim)` and `add_pod(...)`, if it defines them (kube-scheduler's PreFilterExtensions)."""
 
     name = DEFAULT_PREEMPTION
 

@@ -590,3 +590,29 @@ def test_a_scheduler_profile_opts_into_freeing_devices(run_cli: Any, tmp_path: P
     assert pod["nominatedNode"] == "gb200-0" and [v["name"] for v in pod["victims"]] == [
         "notebook-b"
     ]
+
+
+def test_a_budget_without_status_is_counted_as_the_disruption_controller_would() -> None:
+    """Four healthy replicas and one pending (five expected): minAvailable 3 allows one
+    disruption; "60%" of five is 3, one allowed; maxUnavailable "25%" of five rounds up to 2,
+    so 3 must stay, one allowed; a budget with neither is minAvailable 1, three allowed."""
+    from draplan.scheduler.preemption_victims import disruptions_allowed
+
+    pods = [MakePod().name(f"web-{i}").node("n0").label("app", "web").obj() for i in range(4)] + [
+        MakePod().name("web-4").label("app", "web").obj()
+    ]
+
+    def allowed(**spec: Any) -> int:
+        pdb = PodDisruptionBudget(
+            metadata=ObjectMeta(name="web", namespace="default"),
+            spec=PodDisruptionBudgetSpec(
+                selector=LabelSelector(match_labels={"app": "web"}), **spec
+            ),
+        )
+        return disruptions_allowed(pdb, pods)
+
+    assert allowed(min_available=3) == 1
+    assert allowed(min_available="60%") == 1
+    assert allowed(max_unavailable="25%") == 1
+    assert allowed() == 3
+    assert allowed(min_available=5) == 0

@@ -99,8 +99,7 @@ def disruptions_allowed(pdb: PodDisruptionBudget, pods: Sequence[Pod]) -> int:
     elif spec.min_available is not None:
         desired = _scaled(spec.min_available, expected, round_up=True)
     else:
-        desired = expected  # the API server defaults minAvailable to 1 when neither is set
-        desired = min(desired, 1)
+        desired = 1  # the API server defaults minAvailable to 1 when neither is set
     return max(healthy - max(desired, 0), 0)
 
 

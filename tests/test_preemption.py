@@ -616,3 +616,22 @@ def test_a_budget_without_status_is_counted_as_the_disruption_controller_would()
     assert allowed(max_unavailable="25%") == 1
     assert allowed() == 3
     assert allowed(min_available=5) == 0
+
+
+def test_why_says_a_nominated_pod_waits_for_its_victims(run_cli: Any, tmp_path: Path) -> None:
+    """A dump taken mid-preemption: the pod is nominated and its victim is terminating."""
+    from draplan.api.codec import encode
+
+    objs = [
+        gaudi_node("gaudi-0", cards=4),
+        MakePod().name("old").node("gaudi-0").req(**{GAUDI: 4}).priority(0).preempted().obj(),
+        MakePod().name("train").req(**{GAUDI: 4}).priority(1000).nominated("gaudi-0").obj(),
+    ]
+    path = tmp_path / "mid.yaml"
+    path.write_text(yaml.safe_dump_all([encode(o) for o in objs]))
+    (train,) = run_cli("why", "-f", str(path), "-o", "json").json()["pods"]
+    assert train["category"] == "Schedulable"
+    assert train["message"] == (
+        "It is nominated to gaudi-0, where 1 pod(s) it preempted are still terminating "
+        "(default/old); it binds there once they are gone."
+    )

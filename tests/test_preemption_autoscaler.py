@@ -126,3 +126,22 @@ def test_the_plan_says_why_a_pending_pod_is_not_scaled_for() -> None:
         "default/scavenger": "priority below the expendable-pods cutoff -10: not scaled for",
         "default/train": "nominated to worker-0, where it waits for its victims: not scaled for",
     }
+
+
+def test_scale_takes_the_cutoff_as_cluster_autoscaler_does(run_cli: Any, tmp_path: Any) -> None:
+    from scale_scenarios import write
+
+    objs = [
+        device_class(),
+        cpu_pool(),
+        node("worker-0", cpu="8"),
+        with_priority(running_pod("busy", "worker-0", None, cpu="8"), 100),
+        with_priority(pod("scavenger", None, cpu="12"), -20),
+    ]
+    path = write(tmp_path, objs)
+    plain = run_cli("scale", "-f", path, "-o", "json").json()
+    assert plain["scaleUp"] == []
+    lowered = run_cli(
+        "scale", "-f", path, "--expendable-pods-priority-cutoff", "-50", "-o", "json"
+    ).json()
+    assert [u["pods"] for u in lowered["scaleUp"]] == [["default/scavenger"]]

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from draplan.api.core_v1 import Pod
 from draplan.api.policy_v1 import PodDisruptionBudget
-from draplan.cluster.labelselector import is_empty, selector_matches
+from draplan.cluster.labels import selector_of
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ObjectKey, key_of
 
@@ -108,8 +108,8 @@ def covers(pdb: PodDisruptionBudget, pod: Pod) -> bool:
     an empty one selects nothing)."""
     if pdb.metadata.namespace != pod.metadata.namespace or not pod.metadata.labels:
         return False
-    sel = pdb.spec.selector
-    return not is_empty(sel) and sel is not None and selector_matches(sel, pod.metadata.labels)
+    sel = selector_of(pdb.spec.selector)
+    return not sel.empty and sel.matches(pod.metadata.labels)
 
 
 @dataclass(frozen=True)

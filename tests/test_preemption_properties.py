@@ -1,9 +1,12 @@
 """Property test of DefaultPreemption on generated clusters.
 
-Clusters: 2-6 nodes of cpu (some tainted against the pod: not candidates), running pods of
-random priority, cpu, start time and app label, PodDisruptionBudgets over the apps (with a
-status or without, as the disruption controller would fill it); one pending pod of random
-priority and cpu, sometimes with preemptionPolicy Never. The scheduler runs with preemption.
+Clusters: 2-5 nodes of cpu and 0-4 DRA GPUs (some tainted against the pod: not candidates),
+running pods of random priority, cpu, GPUs (allocated claims), start time and app label,
+PodDisruptionBudgets over the apps (with a status or without, as the disruption controller
+would fill it); one pending pod of random priority, cpu and GPUs (a claim template),
+sometimes with preemptionPolicy Never. The scheduler runs with preemption, as kube-scheduler
+1.37 does (a victim's GPUs stay allocated in the dry run) or with draplan's
+preemptionFreesDevices (they are freed).
 
 The checker shares no code with the scheduler: it works out, for every node, the victims
 kube-scheduler's SelectVictimsOnNode must choose (cpu and pod counts in plain integers; the
@@ -30,10 +33,10 @@ from draplan.api.policy_v1 import (
     PodDisruptionBudgetStatus,
 )
 from draplan.cluster.state import ClusterState, key_of
-from draplan.scheduler import Scheduler, build_profile
+from draplan.scheduler import Profile, Scheduler, build_profile
 from draplan.scheduler.preemption import DefaultPreemption
 from draplan.scheduler.preemption_args import PreemptionArgs
-from scheduler_builders import MakeNode, MakePod
+from scheduler_builders import MakeClaim, MakeNode, MakePod, MakeSlice, consumer, device_class
 
 EXAMPLES = 300
 APPS = ("web", "batch", "etl")
@@ -47,6 +50,7 @@ class Running:
     priority: int
     minute: int | None  # None: not started
     app: int | None
+    gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class Case:
     cpu: int
     priority: int
     never: bool
+    node_gpus: tuple[int, ...] = ()
+    gpus: int = 0  # the pending pod's
+    free_devices: bool = False
 
 
 @st.composite
@@ -91,6 +98,7 @@ def cases(draw: st.DrawFn) -> Case:
                     priority=st.sampled_from([-20, 0, 0, 10, 100, 1000]),
                     minute=st.none() | st.integers(0, 5),
                     app=st.sampled_from([None, 0, 0, 1, 2]),
+                    gpus=st.sampled_from([0, 0, 1, 2]),
                 ),
                 min_size=2,
                 max_size=16,
@@ -103,7 +111,7 @@ def cases(draw: st.DrawFn) -> Case:
                 st.builds(
                     Budget,
                     app=st.integers(0, len(APPS) - 1),
-                    allowed=st.none() | st.integers(0, 1),
+                    allowed=st.sampled_from([None, 0, 0, 1]),
                     min_available=st.integers(0, 3),
                 ),
                 max_size=3,
@@ -118,7 +126,21 @@ def cases(draw: st.DrawFn) -> Case:
         cpu=draw(st.integers(4, 12).map(lambda c: c * 500)),
         priority=draw(st.sampled_from([0, 10, 100, 1000, 5000])),
         never=draw(st.integers(0, 15)) == 0,
+        node_gpus=tuple(draw(st.sampled_from([0, 2, 4])) for _ in nodes),
+        gpus=draw(st.sampled_from([0, 0, 1, 2, 3])),
+        free_devices=draw(st.booleans()),
     )
+
+
+def held_gpus(case: Case) -> list[int]:
+    """Each running pod's GPUs as built: what its node still had, in order."""
+    left = list(case.node_gpus)
+    out = []
+    for r in case.running:
+        g = min(r.gpus, left[r.node])
+        left[r.node] -= g
+        out.append(g)
+    return out
 
 
 def _stamp(minute: int) -> str:
@@ -128,14 +150,25 @@ def _stamp(minute: int) -> str:
 
 
 def build(case: Case) -> list[KubeStruct]:
-    objs: list[KubeStruct] = []
+    objs: list[KubeStruct] = [device_class()]
     for i, (cpu, pods, tainted) in enumerate(case.nodes):
         node = MakeNode().name(f"n{i}").capacity(cpu=f"{cpu}m", pods=pods)
         if tainted:
             node = node.taint("dedicated", "infra")
         objs.append(node.obj())
-    for j, r in enumerate(case.running):
+        if case.node_gpus[i]:
+            objs.append(MakeSlice().node(f"n{i}").gpus(case.node_gpus[i]).obj())
+    taken = [0] * len(case.nodes)
+    for j, (r, g) in enumerate(zip(case.running, held_gpus(case), strict=True)):
         pod = MakePod().name(f"r{j}").node(f"n{r.node}").req(cpu=f"{r.cpu}m").priority(r.priority)
+        if g:
+            devices = [f"gpu-{taken[r.node] + d}" for d in range(g)]
+            taken[r.node] += g
+            claim = MakeClaim().name(f"r{j}-gpu").gpus(g)
+            owner = consumer(f"r{j}", f"uid-default-r{j}")
+            claim = claim.allocated(f"n{r.node}", devices, reserved_for=[owner])
+            objs.append(claim.obj())
+            pod = pod.claim("gpu", f"r{j}-gpu")
         if r.minute is not None:
             pod = pod.started(_stamp(r.minute))
         if r.app is not None:
@@ -160,6 +193,9 @@ def build(case: Case) -> list[KubeStruct]:
     pod = MakePod().name("p").req(cpu=f"{case.cpu}m").priority(case.priority)
     if case.never:
         pod = pod.preemption_policy("Never")
+    if case.gpus:
+        objs.append(MakeClaim().name("p-gpu").gpus(case.gpus).template())
+        pod = pod.template_claim("gpu", "p-gpu")
     objs.append(pod.obj())
     return objs
 
@@ -199,6 +235,9 @@ def _on(case: Case, node: int) -> list[int]:
 
 
 def _fits(case: Case, node: int, present: list[int]) -> list[str]:
+    """Why the pod does not fit `node` holding the running pods `present` (nothing: it fits):
+    NodeResourcesFit's reasons, else DynamicResources'. The GPUs of pods taken off are free
+    only with preemptionFreesDevices; kube-scheduler 1.37 keeps them allocated."""
     cpu, max_pods, _ = case.nodes[node]
     used = sum(case.running[j].cpu for j in present)
     missing = []
@@ -206,7 +245,13 @@ def _fits(case: Case, node: int, present: list[int]) -> list[str]:
         missing.append("Insufficient cpu")
     if len(present) + 1 > max_pods:
         missing.append("Too many pods")
-    return missing
+    if missing or not case.gpus:
+        return missing
+    held = held_gpus(case)
+    holders = present if case.free_devices else _on(case, node)
+    if case.node_gpus[node] - sum(held[j] for j in holders) < case.gpus:
+        return ["cannot allocate all claims"]
+    return []
 
 
 def select(case: Case, node: int) -> Expected | str:
@@ -241,6 +286,11 @@ def select(case: Case, node: int) -> Expected | str:
     return Expected(tuple(f"r{j}" for j in victims), violations)
 
 
+def dra_says(case: Case) -> str:
+    """DynamicResources' PostFilter: the pod has a claim or not."""
+    return "still not schedulable" if case.gpus else "no new claims to deallocate"
+
+
 def scores(case: Case, e: Expected) -> tuple[float, ...]:
     """pickOneNodeForPreemption's criteria, higher better."""
     idx = [int(v[1:]) for v in e.victims]
@@ -263,11 +313,19 @@ def best(case: Case, found: dict[int, Expected]) -> set[int]:
     return left
 
 
+def profile_of(case: Case) -> Profile:
+    profile = build_profile()
+    if not case.free_devices:
+        return profile
+    plugin = DefaultPreemption(profile.filters, profile.dra, PreemptionArgs(free_devices=True))
+    return dataclasses.replace(profile, post_filters=(profile.dra, plugin))
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(case=cases())
 def test_preemption_chooses_the_node_and_victims_upstream_does(case: Case) -> None:
     state = ClusterState.from_objects(build(case))
-    results = Scheduler(build_profile(), post_filter=True).run(state)
+    results = Scheduler(profile_of(case), post_filter=True).run(state)
     (result,) = results
     fitting = [
         i
@@ -286,7 +344,7 @@ def test_preemption_chooses_the_node_and_victims_upstream_does(case: Case) -> No
         event("not eligible")
         assert not result.nominated
         assert message.endswith(
-            " no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+            f" {dra_says(case)}, preemption: not eligible due to preemptionPolicy=Never."
         )
         return
     found: dict[int, Expected] = {}
@@ -308,7 +366,7 @@ def test_preemption_chooses_the_node_and_victims_upstream_does(case: Case) -> No
         assert not result.nominated and not result.victims
         parts = ", ".join(sorted(f"{n} {text}" for text, n in failures.items()))
         assert message.endswith(
-            f" no new claims to deallocate, preemption: 0/{total} nodes are available: {parts}."
+            f" {dra_says(case)}, preemption: 0/{total} nodes are available: {parts}."
         ), message
         return
     event(f"preempts ({len(found)} candidates)")
@@ -317,6 +375,8 @@ def test_preemption_chooses_the_node_and_victims_upstream_does(case: Case) -> No
         if found[int((result.nominated or "n0")[1:])].violations
         else "no budget broken"
     )
+    if case.gpus:
+        event("preempts for GPUs, " + ("freed" if case.free_devices else "already free"))
     assert result.nominated in {f"n{i}" for i in best(case, found)}, (result.nominated, found)
     chosen = found[int(result.nominated[1:])]
     assert tuple(p.metadata.name for p in result.victims) == chosen.victims

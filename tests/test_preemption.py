@@ -635,3 +635,24 @@ def test_why_says_a_nominated_pod_waits_for_its_victims(run_cli: Any, tmp_path: 
         "It is nominated to gaudi-0, where 1 pod(s) it preempted are still terminating "
         "(default/old); it binds there once they are gone."
     )
+
+
+def test_a_pod_failing_prefilter_again_after_a_node_joins() -> None:
+    """A pod that fails PreFilter (its claim is missing) is judged twice, a node added in
+    between: no node has a status, so nothing of the first dry run is kept for the second
+    (the autoscaler's loop does this on every pass)."""
+    objs = [
+        gaudi_node("gaudi-0"),
+        MakePod().name("train").claim("gpu", "missing").priority(1000).obj(),
+    ]
+    state = ClusterState.from_objects(objs)
+    scheduler = Scheduler(build_profile(), post_filter=True)
+    train = state.pods[("default", "train")]
+    with state.forked():
+        scheduler.schedule_pod(state, train)
+    state.add_node(gaudi_node("gaudi-1"))
+    with state.forked():
+        got = scheduler.schedule_pod(state, train)
+    assert got.reason is not None and got.reason.message.endswith(
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )

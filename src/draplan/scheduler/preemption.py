@@ -374,13 +374,15 @@ class DefaultPreemption:
         # when PreFilter failed.
         total = len(statuses) or len(state.nodes)
         key = (info.shape, mine)
-        kept = self._kept(state).get(key)
+        # Failures are kept for dry runs over every node, not over the few a caller offers.
+        whole = len(statuses) == len(state.nodes)
+        kept = self._kept(state).get(key) if whole else None
         changed = state.changed_since(kept.cursor) if kept is not None else None
         candidates: list[Candidate] = []
         if kept is not None and changed is not None:
             # The other nodes failed last time and are as they were: only these are tried.
             kept.drop(changed)
-            here = [n for n in changed if n in state.nodes]
+            here = [n for n in changed if n in statuses]
             potential = [n for n in here if statuses[n].code == Code.UNSCHEDULABLE]
             candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
             kept.add(failed, len(state.change_log))
@@ -390,13 +392,14 @@ class DefaultPreemption:
             candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
             kept = _Failures()
             kept.add(failed, len(state.change_log))
-            self._failures[key] = kept
+            if whole:
+                self._failures[key] = kept
         if not candidates:
             printed = Counter(kept.printed)
             if total > len(kept.failed):
                 printed[NOT_HELPFUL] += total - len(kept.failed)
             return Outcome(message=aggregate(total, printed, Counter(), {}).message, clear=True)
-        del self._failures[key]  # the eviction changes what the dry run would find
+        self._failures.pop(key, None)  # the eviction changes what the dry run would find
         chosen = self._choose(candidates, units, pod)
         return Outcome(node=chosen.node, victims=chosen.victims)
 

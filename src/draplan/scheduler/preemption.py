@@ -197,7 +197,11 @@ class DefaultPreemption:
     preemption_groups). It runs the profile's `filters` on the nodes it tries. A filter that
     keeps what it knows of other pods in the cycle state (pod affinity, topology spread)
     hears of each pod taken off or put back in a trial through `remove_pod(state, cycle, pod,
-    victim)` and `add_pod(...)`, if it defines them (kube-scheduler's PreFilterExtensions)."""
+    victim)` and `add_pod(...)`, if it defines them (kube-scheduler's PreFilterExtensions);
+    a cluster plugin that does not (InterPodAffinity, PodTopologySpread: their PreFilter
+    counts are sums kept per node version, so a trial's changed node costs its own pods)
+    builds its filter state again on the trial's state, which is what upstream's extensions
+    keep theirs equal to."""
 
     name = DEFAULT_PREEMPTION
 
@@ -226,7 +230,12 @@ class DefaultPreemption:
         for plugin in self.filters:
             if plugin.name in cycle.skip_filter or (not dra and plugin is self.dra):
                 continue
-            status: Status = plugin.filter(state, cycle, info, obj)
+            status: Status
+            if _rebuilt(plugin):
+                fs = plugin.filter_state(state, info.pod)
+                status = SUCCESS if fs is None else plugin.filter_node(fs, info.pod, obj)
+            else:
+                status = plugin.filter(state, cycle, info, obj)
             if not status.ok:
                 return status.with_plugin(plugin.name)
         return SUCCESS
@@ -374,9 +383,14 @@ class DefaultPreemption:
         # when PreFilter failed.
         total = len(statuses) or len(state.nodes)
         key = (info.shape, mine)
-        # Failures are kept for dry runs over every node, not over the few a caller offers.
-        whole = len(statuses) == len(state.nodes)
-        kept = self._kept(state).get(key) if whole else None
+        memo = self._kept(state)
+        # Failures are kept for dry runs over every node, not over the few a caller offers;
+        # and not when a cluster filter runs for the pod (a node's dry run then depends on
+        # other nodes' pods).
+        keep = len(statuses) == len(state.nodes) and not any(
+            getattr(p, "cluster", False) and p.name not in cycle.skip_filter for p in self.filters
+        )
+        kept = memo.get(key) if keep else None
         changed = state.changed_since(kept.cursor) if kept is not None else None
         candidates: list[Candidate] = []
         if kept is not None and changed is not None:
@@ -392,14 +406,14 @@ class DefaultPreemption:
             candidates, failed = self._dry_run(state, cycle, info, potential, units, mine)
             kept = _Failures()
             kept.add(failed, len(state.change_log))
-            if whole:
-                self._failures[key] = kept
+            if keep:
+                memo[key] = kept
         if not candidates:
             printed = Counter(kept.printed)
             if total > len(kept.failed):
                 printed[NOT_HELPFUL] += total - len(kept.failed)
             return Outcome(message=aggregate(total, printed, Counter(), {}).message, clear=True)
-        self._failures.pop(key, None)  # the eviction changes what the dry run would find
+        memo.pop(key, None)  # the eviction changes what the dry run would find
         chosen = self._choose(candidates, units, pod)
         return Outcome(node=chosen.node, victims=chosen.victims)
 
@@ -484,6 +498,15 @@ class DefaultPreemption:
             )
             return tied[draw.randrange(len(tied))]
         return tied[0]
+
+
+def _rebuilt(plugin: Any) -> bool:
+    """Whether the plugin's filter state is built again in a trial (see DefaultPreemption)."""
+    return bool(
+        getattr(plugin, "cluster", False)
+        and not hasattr(plugin, "remove_pod")
+        and hasattr(plugin, "filter_state")
+    )
 
 
 class _Failures:

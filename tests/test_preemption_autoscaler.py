@@ -12,6 +12,7 @@ from scale_scenarios import (
     device_class,
     gpu_node,
     gpus,
+    in_node_group,
     node,
     node_pool,
     plan_api,
@@ -90,11 +91,8 @@ def test_expendable_pods_do_not_keep_a_node() -> None:
     stays."""
 
     def cluster(priority: int) -> list[dict[str, Any]]:
-        return [
-            device_class(),
-            *gpu_node("gpu-0"),
-            with_priority(running_pod("probe", "gpu-0", None, cpu="48"), priority),
-        ]
+        objs = [*gpu_node("gpu-0"), with_priority(running_pod("probe", "gpu-0", None), priority)]
+        return in_node_group([device_class(), *objs])
 
     doc, _ = plan_api(cluster(-100))
     assert [r["node"] for r in doc["scaleDown"]] == ["gpu-0"]

@@ -22,9 +22,11 @@ from draplan.api.core_v1 import (
     NodeSpec,
     NodeStatus,
     Pod,
+    PodCondition,
     PodResourceClaim,
     PodSchedulingGroup,
     PodSpec,
+    PodStatus,
     ResourceRequirements,
     Taint,
     Toleration,
@@ -171,6 +173,11 @@ class MakePod:
         self._priority_class = ""
         self._workload_ref: WorkloadReference | None = None
         self._group: PodSchedulingGroup | None = None
+        self._preemption_policy = ""
+        self._started: str | None = None
+        self._nominated = ""
+        self._deleting: str | None = None
+        self._conditions: list[PodCondition] = []
 
     def name(self, name: str) -> MakePod:
         self._name = name
@@ -262,6 +269,29 @@ class MakePod:
         self._priority_class = name
         return self
 
+    def preemption_policy(self, policy: str) -> MakePod:
+        self._preemption_policy = policy
+        return self
+
+    def started(self, ts: str) -> MakePod:
+        """status.startTime (when the kubelet started the pod)."""
+        self._started = ts
+        return self
+
+    def nominated(self, node: str) -> MakePod:
+        """status.nominatedNodeName (a pod that preempted and waits for its node)."""
+        self._nominated = node
+        return self
+
+    def preempted(self, ts: str = T0) -> MakePod:
+        """Being deleted by preemption: deletionTimestamp and the DisruptionTarget condition
+        the scheduler sets (reason PreemptionByScheduler)."""
+        self._deleting = ts
+        self._conditions.append(
+            PodCondition(type="DisruptionTarget", status="True", reason="PreemptionByScheduler")
+        )
+        return self
+
     def workload_ref(self, name: str, pod_group: str, replica_key: str = "") -> MakePod:
         self._workload_ref = WorkloadReference(
             name=name, pod_group=pod_group, pod_group_replica_key=replica_key
@@ -295,6 +325,12 @@ class MakePod:
                 creation_timestamp=self._created,
                 labels=dict(self._labels),
                 annotations=dict(self._annotations),
+                deletion_timestamp=self._deleting,
+            ),
+            status=PodStatus(
+                conditions=tuple(self._conditions),
+                nominated_node_name=self._nominated,
+                start_time=self._started,
             ),
             spec=PodSpec(
                 node_name=self._node_name,
@@ -309,6 +345,7 @@ class MakePod:
                 priority_class_name=self._priority_class,
                 workload_ref=self._workload_ref,
                 scheduling_group=self._group,
+                preemption_policy=self._preemption_policy,
             ),
         )
 

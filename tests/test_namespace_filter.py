@@ -38,7 +38,13 @@ def test_schedule_shows_one_namespace_but_counts_them_all(run_cli: Any, tmp_path
     (pod,) = doc["pods"]
     assert pod["node"] is None  # the other namespaces' claims hold the H100s
     assert "cannot allocate all claims" in pod["reason"]["message"]
-    assert doc["summary"] == {"scheduled": 0, "unschedulable": 1, "gated": 0}
+    assert doc["summary"] == {
+        "scheduled": 0,
+        "unschedulable": 1,
+        "gated": 0,
+        "nominated": 0,
+        "preempted": 0,
+    }
     assert pod in everything["pods"]  # the same verdict as without -n
     # -A overrides -n, as in kubectl.
     every = run_cli("schedule", "-f", path, "-n", "team-a", "-A", "-o", "json").json()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from draplan.api.codec import decode
 from draplan.api.meta import LabelSelector, LabelSelectorRequirement
 from draplan.api.policy_v1 import PodDisruptionBudget
-from draplan.cluster.labelselector import is_empty, selector_matches
+from draplan.cluster.labels import selector_of
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler, build_profile
 from draplan.scheduler.framework import Code
@@ -58,12 +58,12 @@ def _holds(req: LabelSelectorRequirement, labels: dict[str, str]) -> bool:
 def test_label_selector_is_the_conjunction_of_its_requirements(
     match: dict[str, str], exprs: list[LabelSelectorRequirement], labels: dict[str, str]
 ) -> None:
-    sel = LabelSelector(match_labels=match, match_expressions=tuple(exprs))
+    sel = selector_of(LabelSelector(match_labels=match, match_expressions=tuple(exprs)))
     want = all(labels.get(k) == v for k, v in match.items()) and all(
         _holds(r, labels) for r in exprs
     )
-    assert selector_matches(sel, labels) is want
-    assert is_empty(sel) is (not match and not exprs)
+    assert sel.matches(labels) is want
+    assert sel.empty is (not match and not exprs)
 
 
 def test_pdb_decodes_int_or_percent_and_keeps_an_absent_status_apart() -> None:

@@ -107,7 +107,13 @@ def test_json_shape(run_cli: Any, cluster: str) -> None:
     assert res.code == 0, res.err
     doc = res.json()
     assert list(doc) == ["pods", "summary"]
-    assert doc["summary"] == {"scheduled": 3, "unschedulable": 2, "gated": 0}
+    assert doc["summary"] == {
+        "scheduled": 3,
+        "unschedulable": 2,
+        "gated": 0,
+        "nominated": 0,
+        "preempted": 0,
+    }
     pods = {p["name"]: p for p in doc["pods"]}
     assert sorted(pods) == ["a-gpu", "b-cpu", "c-huge", "d-eight", "e-named"]  # not "bound"
     for p in doc["pods"]:
@@ -147,19 +153,27 @@ def test_json_shape(run_cli: Any, cluster: str) -> None:
 
     huge = pods["c-huge"]
     assert huge["claims"] == []
-    # The filters' words, then the PostFilter plugins' (DynamicResources' for a pod without
-    # claims; DefaultPreemption is not in draplan's profile yet).
+    # More cpu than any node has: preemption cannot help anywhere (fit.go's Unresolvable).
+    post = (
+        "no new claims to deallocate, preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling."
+    )
     assert huge["reason"] == {
-        "message": "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate",
+        "message": f"0/3 nodes are available: 3 Insufficient cpu. {post}",
         "nodes": {"Insufficient cpu": 3},
-        "postFilter": "no new claims to deallocate",
+        "postFilter": post,
     }
 
     eight = pods["d-eight"]["reason"]
     assert list(eight) == ["message", "nodes", "evidence", "postFilter"]
     assert eight["message"] == (
         "0/3 nodes are available: 1 Insufficient cpu, 2 cannot allocate all claims. "
-        "still not schedulable"
+        + eight["postFilter"]
+    )
+    # No pod of lower priority runs anywhere: nothing to preempt.
+    assert eight["postFilter"] == (
+        "still not schedulable, preemption: 0/3 nodes are available: "
+        "3 No preemption victims found for incoming pod."
     )
     assert eight["nodes"] == {"Insufficient cpu": 1, "InsufficientDevices": 2}
     assert sorted(eight["evidence"]["allocator"]) == ["n1", "n2"]
@@ -294,7 +308,13 @@ def test_gang_through_the_cli(run_cli: Any, tmp_path: Path) -> None:
     ]
     path = write(tmp_path / "gang.yaml", objs)
     doc = run_cli("schedule", "-f", path, "-o", "json").json()
-    assert doc["summary"] == {"scheduled": 0, "unschedulable": 3, "gated": 0}
+    assert doc["summary"] == {
+        "scheduled": 0,
+        "unschedulable": 3,
+        "gated": 0,
+        "nominated": 0,
+        "preempted": 0,
+    }
     assert all(p["node"] is None and p["claims"] == [] for p in doc["pods"])
     gang_reasons = [p["reason"] for p in doc["pods"] if "fit together" in p["reason"]["message"]]
     assert len(gang_reasons) == 2

@@ -108,6 +108,7 @@ class SchedulerProfileSpec(KubeStruct, frozen=True):
     filter_timeout_seconds: Annotated[float, Meta(ge=0, le=3600)] = (
         10.0  # the allocator's time budget per node
     )
+    preemption_frees_devices: bool = False  # draplan's: preemption frees victims' devices
 
 
 class SchedulerProfile(KubeStruct, frozen=True):

@@ -20,8 +20,9 @@ Look = tuple[tuple[int, int], Status, NodeSupply | bool]
 class Placer(Scheduler):
     """The scheduler, for one pass over the queue that only needs to know who gets placed.
 
-    Within a pass, placing pods only takes capacity (there is no preemption), so a pod shape
-    that fits no node fits none for the rest of the pass: later pods of that shape are not
+    Within a pass, placing pods only takes capacity (a preemption's evictions aside, after
+    which every shape is tried again), so a pod shape that fits no node fits none for the rest
+    of the pass: later pods of that shape (of no higher priority: the queue's order) are not
     tried again (kube-scheduler parks them in its unschedulable queue likewise). That saves
     building the "0/N nodes are available" text over every node for each of them, which is
     most of a pass on a large cluster. Only pods outside gangs mark a shape: gang members are
@@ -70,7 +71,10 @@ class Placer(Scheduler):
             result = super().schedule_pod(state, pod)
         finally:
             self._prefiltered = None
-        if result.node is None and result.monotone and key_of(pod) not in self._gangs:
+        given_up = not (result.node or result.nominated or key_of(pod) in self._gangs)
+        if result.victims:
+            self._hopeless.clear()  # evictions free room the shapes given up on may take
+        elif given_up and result.monotone:
             self._hopeless.add(shape)
         return result
 

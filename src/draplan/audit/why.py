@@ -44,7 +44,7 @@ from draplan.audit.view import Looker, ShapeView
 from draplan.autoscaler.moves import Mover, label
 from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler import Profile, build_profile
+from draplan.scheduler import PodResult, Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
 from draplan.scheduler.extended import class_mapping
 from draplan.scheduler.gangs import find_gangs
@@ -117,6 +117,7 @@ class Auditor:
         self.looker = Looker(state, self.profile, self.scheduler)
         self.pools: PoolAdvisor | None = None
         self.placed: dict[ObjectKey, str] = {}
+        self.nominated: dict[ObjectKey, PodResult] = {}  # pods the pass placed by preemption
         self.verifier: Verifier | None = None  # while fixes are chosen
         self._shared: dict[Shared, Diagnosis | None] = {}
         self._unfixed: set[tuple[bytes, tuple[str, ...] | None]] = set()
@@ -150,8 +151,12 @@ class Auditor:
             # Without a gang member among them, the pods taken out leave the gangs as they
             # are (a pod in no gang adds no member, size or topology to one).
             kept = None if any(k in self.gangs for k in spared) else self.gangs
-            results = self.scheduler.place(self.state, kept)
+            # The pass is kube-scheduler's, preemption included: a pod it places by evicting
+            # lower-priority pods is nominated, and the pods after it see them gone.
+            with self.scheduler.post_filtering():
+                results = self.scheduler.place(self.state, kept)
             self.placed = {r.key: r.node for r in results if r.node}
+            self.nominated = {r.key: r for r in results if r.nominated}
             out = []
             for pod in pods:
                 pending, found = first[key_of(pod)]

@@ -35,7 +35,7 @@ from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID, from_zero
 from draplan.autoscaler.options import Limits
 from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, owner
 from draplan.autoscaler.provreq import parse_time
-from draplan.autoscaler.scaleup import ScaleUpPlanner, pending_pods
+from draplan.autoscaler.scaleup import ScaleUpPlanner, scaled_for
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
 from draplan.cluster.podresources import node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
@@ -183,7 +183,7 @@ def ca_options(
     out = []
     with state.forked():
         scheduler.run(state)
-        pending = pending_pods(state)
+        pending = scaled_for(state, (limits or Limits()).expendable_priority_cutoff)
         if not pending:
             return []
         templates = [g.template for g in groups if g.template is not None]

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from draplan.api.core_v1 import Pod
 from draplan.api.policy_v1 import PodDisruptionBudget
 from draplan.autoscaler.provreq import parse_time
-from draplan.cluster.labelselector import selector_matches
+from draplan.cluster.labels import selector_of
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 
 MIRROR = "kubernetes.io/config.mirror"
@@ -82,8 +82,7 @@ class Budgets:
             p
             for p in self.pdbs
             if p.metadata.namespace == pod.metadata.namespace
-            and p.spec.selector is not None
-            and selector_matches(p.spec.selector, pod.metadata.labels)
+            and selector_of(p.spec.selector).matches(pod.metadata.labels)
         ]
 
     def blocking(self, pods: Sequence[Pod]) -> PodDisruptionBudget | None:

@@ -9,6 +9,9 @@ from draplan.autoscaler.templates import NewNode
 from draplan.cluster.state import ObjectKey
 
 EXPANDERS = ("least-waste", "least-cost", "priority", "most-pods")
+# Cluster Autoscaler's --expendable-pods-priority-cutoff default: pods below it are neither
+# scaled for nor kept nodes from being removed.
+EXPENDABLE_CUTOFF = -10
 DEFAULT_EXPANDERS = ("least-cost", "least-waste", "most-pods")
 
 
@@ -19,6 +22,7 @@ class Limits:
     max_nodes_total: int | None = None
     max_devices_total: int | None = None
     max_cost_per_hour: float | None = None
+    expendable_priority_cutoff: int = EXPENDABLE_CUTOFF
 
 
 @dataclass

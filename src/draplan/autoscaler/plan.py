@@ -37,7 +37,13 @@ from draplan.autoscaler.scaledown import (
     ScaleDownOptions,
     plan_scale_down,
 )
-from draplan.autoscaler.scaleup import Capacity, ScaleUpPlanner, pending_pods
+from draplan.autoscaler.scaleup import (
+    Capacity,
+    ScaleUpPlanner,
+    expendable,
+    pending_pods,
+    scaled_for,
+)
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -466,8 +472,10 @@ class Autoscaler:
         else:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
-            pending = [*pending_pods(state), *self.unplanned]
-            needs = Needs(frozenset(new_nodes), frozenset(used), pending)
+            cutoff = self.limits.expendable_priority_cutoff
+            unplanned = [p for p in self.unplanned if not expendable(state, p, cutoff)]
+            pending = [*scaled_for(state, cutoff), *unplanned]
+            needs = Needs(frozenset(new_nodes), frozenset(used), pending, cutoff)
             down = plan_scale_down(
                 state, self.scheduler, now, needs, self.scale_down_memo, self.scale_down_options
             )
@@ -511,7 +519,9 @@ class Autoscaler:
             key = key_of(pod)
             result = judged.get(key)
             reason = result.reason if result is not None else None
-            why = _pool_reason(state, planner, pod, refused.get(key))
+            why = _unscaled(state, pod, self.limits) or _pool_reason(
+                state, planner, pod, refused.get(key)
+            )
             note = notes.get(key)
             out.append((key, reason, f"{why}; {note}" if why and note else why or note or ""))
         return out
@@ -545,6 +555,17 @@ class Autoscaler:
                         only = {k for k in gang.members if k in state.pods}
                         judged.update((r.key, r) for r in self.scheduler.run(state, only=only))
         return judged
+
+
+def _unscaled(state: ClusterState, pod: Pod, limits: Limits) -> str:
+    """Why Cluster Autoscaler leaves a pending pod alone, if it does."""
+    node = pod.status.nominated_node_name
+    if node in state.nodes:
+        return f"nominated to {node}, where it waits for its victims: not scaled for"
+    cutoff = limits.expendable_priority_cutoff
+    if expendable(state, pod, cutoff):
+        return f"priority below the expendable-pods cutoff {cutoff}: not scaled for"
+    return ""
 
 
 def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None) -> str:

@@ -42,6 +42,8 @@ from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.ca import managed, readiness
 from draplan.autoscaler.derived import SLICE_NODES
 from draplan.autoscaler.drain import Budgets, Drain, DrainOptions, drain
+from draplan.autoscaler.options import EXPENDABLE_CUTOFF
+from draplan.autoscaler.scaleup import expendable
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.nodepools import node_pool, pool_name
@@ -121,6 +123,8 @@ class Needs:
     added: frozenset[str] = frozenset()  # nodes the pass adds
     used: frozenset[str] = frozenset()  # existing nodes its pending pods or moves use
     pending: Sequence[Pod] = field(default_factory=tuple)  # pods that still pend after it
+    # Pods below it (Cluster Autoscaler's expendable pods) neither block a removal nor move.
+    expendable_cutoff: int = EXPENDABLE_CUTOFF
 
 
 class ScaleDownMemo:
@@ -283,8 +287,11 @@ class _Pass:
         first = names[0]
         group = pool_name(state, state.nodes[first])
         drains: list[Drain] = []
+        killed: list[set[ObjectKey]] = []  # expendable pods, which go with their node
         for name in names:
-            pods = index.pods.get(name, [])
+            on_node = index.pods.get(name, [])
+            pods = [p for p in on_node if not expendable(state, p, self.needs.expendable_cutoff)]
+            killed.append({key_of(p) for p in on_node} - {key_of(p) for p in pods})
             if any(key_of(p) in self.gangs for p in pods):
                 gang = next(self.gangs[key_of(p)].label for p in pods if key_of(p) in self.gangs)
                 return Kept(
@@ -313,7 +320,8 @@ class _Pass:
                 return Kept(first, "UsedByPendingPods", why, group)
             unusable = unusable or found
         keys = {key_of(p) for d in drains for p in (*d.move, *d.evict)}
-        evicted = {key_of(p) for d in drains for p in d.evict}
+        evicted = {key_of(p) for d in drains for p in d.evict}.union(*killed)
+        keys |= evicted
         before = [
             (n, self.memo.node_utilization(state, state.nodes[n]), readiness(state.nodes[n])[0], d)
             for n, d in zip(names, drains, strict=True)
@@ -341,9 +349,10 @@ class _Pass:
         self.budgets.take(moving)
         index.moved(state, names, keys - evicted)
         out = []
-        for name, use, ready, plan in before:
+        for (name, use, ready, plan), gone in zip(before, killed, strict=True):
             what = f"{len(plan.move)} pod(s) move elsewhere" if plan.move else "no pod to move"
             evict = f", {len(plan.evict)} DaemonSet pod(s) go with it" if plan.evict else ""
+            evict += f", {len(gone)} expendable pod(s) go with it" if gone else ""
             reason = f"utilization {use:.2f}; {what}{evict}{unusable}"
             wait = self.options.unneeded_time if ready else self.options.unready_time
             out.append(Removal(name, reason, group, bool(self.needs.added), _minutes(wait)))

@@ -26,15 +26,25 @@ from draplan.autoscaler.derived import MAX_NODES_REASON
 from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass, pod_size
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_by, class_score
-from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
+from draplan.autoscaler.options import DEFAULT_EXPANDERS, EXPENDABLE_CUTOFF, Limits, Option
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
 from draplan.autoscaler.utilization import waste
+from draplan.cluster.podresources import is_terminal
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
-from draplan.scheduler.queue import waiting_in_queue_order
+from draplan.scheduler.queue import priority_of, priority_table, waiting_in_queue_order
 
-__all__ = ["Capacity", "PodClass", "ScaleUp", "ScaleUpPlanner", "pending_pods"]
+__all__ = [
+    "Capacity",
+    "PodClass",
+    "ScaleUp",
+    "ScaleUpPlanner",
+    "expendable",
+    "pending_pods",
+    "scaled_for",
+]
 
 # Limits of the exact choice (about a second at most; beyond them the class-by-class choice):
 EXACT_STATES = 20_000  # vectors of pods left per class
@@ -75,6 +85,45 @@ def pending_pods(state: ClusterState) -> list[Pod]:
     """Pods waiting for a node, in key order; gated pods are not: no autoscaler scales for
     them."""
     return sorted(waiting_in_queue_order(state), key=key_of)
+
+
+def scaled_for(state: ClusterState, cutoff: int = EXPENDABLE_CUTOFF) -> list[Pod]:
+    """The pending pods Cluster Autoscaler scales for (FilterOutExpendableAndSplit,
+    cluster-autoscaler/core/utils): not expendable (priority below `cutoff`) and not waiting
+    for a preemption on a node that exists (status.nominatedNodeName: their requests count
+    there, as CA adds them to its snapshot on that node)."""
+    classes, default = priority_table(state)
+    return [
+        p
+        for p in pending_pods(state)
+        if priority_of(p, classes, default) >= cutoff
+        and p.status.nominated_node_name not in state.nodes
+    ]
+
+
+def expendable(state: ClusterState, pod: Pod, cutoff: int = EXPENDABLE_CUTOFF) -> bool:
+    """Below the cutoff: CA leaves the pod out of its snapshot (IsExpendablePod)."""
+    classes, default = priority_table(state)
+    return priority_of(pod, classes, default) < cutoff
+
+
+def _could_preempt(state: ClusterState) -> bool:
+    """A waiting pod outranks a running one somewhere: kube-scheduler may preempt."""
+    classes, default = priority_table(state)
+    lowest = min(
+        (
+            priority_of(p, classes, default)
+            for p in state.pods.values()
+            if p.spec.node_name and not is_terminal(p)
+        ),
+        default=None,
+    )
+    return lowest is not None and any(
+        priority_of(p, classes, default) > lowest for p in waiting_in_queue_order(state)
+    )
+
+
+COULD_PREEMPT = PodsMemo(_could_preempt)
 
 
 def _devices(new: NewNode) -> int:
@@ -201,14 +250,19 @@ class ScaleUpPlanner:
     def plan(self, state: ClusterState) -> ScaleUp:
         """Mutates `state` into the planned cluster: new nodes added, pods placed."""
         plan = ScaleUp()
-        # Pods that fit existing nodes are no reason to scale (filter_out_schedulable).
+        # Pods that fit existing nodes are no reason to scale (filter_out_schedulable); nor
+        # are those kube-scheduler places there by preemption: by the time CA looks, they are
+        # nominated (it ignores them), their victims evicted.
         if state.nodes:
-            if self.existing is not None:
+            if COULD_PREEMPT(state):
+                with self.scheduler.post_filtering():
+                    self.scheduler.run(state)
+            elif self.existing is not None:
                 self.existing.run(state, self.scheduler)
             else:
                 self.scheduler.run(state)
         for _ in range(MAX_ROUNDS):
-            pods = pending_pods(state)
+            pods = scaled_for(state, self.limits.expendable_priority_cutoff)
             if not pods or not self._round(state, pods, plan):
                 break
         return plan

@@ -12,6 +12,7 @@ from draplan.api.core_v1 import Pod
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import DEFAULT_EXPANDERS, EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.manifests import TARGETS, manifests
+from draplan.autoscaler.options import EXPENDABLE_CUTOFF
 from draplan.cli.ca_flags import scale_down_flags, scale_down_options
 from draplan.cli.cmd_schedule import gate_text
 from draplan.cli.common import (
@@ -72,6 +73,15 @@ def _price_cap(ctx: click.Context, param: click.Parameter, value: float | None) 
     help="Cap on the cost the plan adds.",
 )
 @click.option(
+    "--expendable-pods-priority-cutoff",
+    "cutoff",
+    type=click.IntRange(-(1 << 31), (1 << 31) - 1),
+    default=EXPENDABLE_CUTOFF,
+    show_default=True,
+    help="As Cluster Autoscaler's flag: pods of lower priority are not scaled for and do not "
+    "keep a node from being removed.",
+)
+@click.option(
     "--moves/--no-moves",
     default=True,
     show_default=True,
@@ -103,6 +113,7 @@ def scale(
     max_nodes_total: int | None,
     max_devices_total: int | None,
     max_cost_per_hour: float | None,
+    cutoff: int,
     moves: bool,
     target: str,
     check_capacity: bool,
@@ -122,7 +133,7 @@ def scale(
     state = with_derived_pools(load_state(filenames, select=False), prices_path)
     autoscaler = Autoscaler(
         chosen_profile(),
-        Limits(max_nodes_total, max_devices_total, max_cost_per_hour),
+        Limits(max_nodes_total, max_devices_total, max_cost_per_hour, cutoff),
         chain,
         legacy=legacy,
         scale_down=scale_down_options(flags),

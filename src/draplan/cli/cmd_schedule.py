@@ -26,9 +26,33 @@ def result_doc(r: PodResult, other: PodResult | None = None) -> dict[str, Any]:
         "claims": [encode(c) for c in r.claims],
         "reason": r.reason.to_dict() if r.reason is not None else None,
     }
+    if r.nominated:
+        doc["nominatedNode"] = r.nominated
+        doc["victims"] = [
+            {"namespace": v.metadata.namespace, "name": v.metadata.name, "node": v.spec.node_name}
+            for v in r.victims
+        ]
     if other is not None and _answer(other) != _answer(r):
         doc["draplan"] = {"node": other.node, "devices": _devices(other)}
     return doc
+
+
+def victim_rows(results: list[PodResult], wide: int) -> list[list[int | str]]:
+    """A row per pod preemption evicts (the event kube-scheduler records on it is Preempted);
+    `wide`: how many -o wide columns follow."""
+    rows: list[list[int | str]] = []
+    for r in results:
+        for v in r.victims:
+            row: list[int | str] = [
+                v.metadata.namespace,
+                v.metadata.name,
+                "Preempted",
+                v.spec.node_name,
+                0,
+                f"preempted by {r.key[0]}/{r.key[1]} on {r.nominated}",
+            ]
+            rows.append([*row, *["<none>"] * wide])
+    return rows
 
 
 def _devices(r: PodResult) -> list[str]:
@@ -62,7 +86,7 @@ def draplan_answers(state: ClusterState, profile: Profile) -> dict[ObjectKey, Po
     if not profile.kube:
         return {}
     with state.forked():
-        return {r.key: r for r in Scheduler(draplan_profile()).run(state)}
+        return {r.key: r for r in Scheduler(draplan_profile(), post_filter=True).run(state)}
 
 
 def gated_doc(pod: Pod) -> dict[str, Any]:
@@ -84,7 +108,9 @@ def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str,
     """What `-o yaml` writes, by `--manifests`:
 
     - objects: the bound Pods (spec.nodeName set) and their allocated ResourceClaims, the
-      cluster as it would be after scheduling, to read back with -f;
+      cluster as it would be after scheduling, to read back with -f; a pod that preempted is
+      not bound in the same cycle: it is listed with status.nominatedNodeName, as the
+      scheduler patches it (its victims' deletion is no manifest and is not written);
     - claim-status: per claim, the status the scheduler writes before binding (allocation and
       reservedFor), as an apply configuration for
       `kubectl apply --server-side --subresource=status` (KEP-2590);
@@ -93,6 +119,8 @@ def manifests(results: list[PodResult], kind: str = "objects") -> list[dict[str,
     """
     out: list[dict[str, Any]] = []
     for r in results:
+        if r.nominated and kind == "objects":
+            out.append(encode(r.pod))
         if not r.node:
             continue
         if kind == "objects":
@@ -150,8 +178,10 @@ def schedule(
     shown = shown_pods(state)
     gated = [p for p in gated_pods(state) if shown(key_of(p))]
     compared = draplan_answers(state, profile) if output in ("json", "wide") else {}
-    results = [r for r in Scheduler(profile).run(state) if shown(r.key)]
+    results = [r for r in Scheduler(profile, post_filter=True).run(state) if shown(r.key)]
     scheduled = sum(1 for r in results if r.node)
+    nominated = sum(1 for r in results if r.nominated)
+    preempted = sum(len(r.victims) for r in results)
     doc: dict[str, Any] = {
         "pods": [result_doc(r, compared.get(r.key)) for r in results]
         + [gated_doc(p) for p in gated],
@@ -159,6 +189,8 @@ def schedule(
             "scheduled": scheduled,
             "unschedulable": len(results) - scheduled,
             "gated": len(gated),
+            "nominated": nominated,
+            "preempted": preempted,
         },
     }
     problems = check_results(state, results) if check else []
@@ -174,27 +206,36 @@ def schedule(
         rows = []
         for r in results:
             devices = _devices(r)
+            reason = r.reason.message if r.reason else ""
+            if r.nominated:
+                evicted = ", ".join(f"{v.metadata.namespace}/{v.metadata.name}" for v in r.victims)
+                reason = f"nominated to {r.nominated}, preempting {evicted}; {reason}"
             row = [
                 r.key[0],
                 r.key[1],
-                # The PodScheduled condition's reason when it is False.
-                "Scheduled" if r.node else "Unschedulable",
+                # The PodScheduled condition's reason when it is False; a pod that preempted
+                # waits (Unschedulable) for its nominated node.
+                "Scheduled" if r.node else "Nominated" if r.nominated else "Unschedulable",
                 r.node or "<none>",
                 len(devices),
-                r.reason.message if r.reason else "",
+                reason,
             ]
-            extra = [",".join(devices) or "<none>"]
+            extra = [r.nominated or "<none>", ",".join(devices) or "<none>"]
             if compared:
                 extra.append(_draplan_cell(r, compared.get(r.key)))
             rows.append([*row, *extra] if wide else row)
         for pod in gated:
             # kube-scheduler's PodScheduled reason for a pod it keeps out of its queue.
             row = [*key_of(pod), "SchedulingGated", "<none>", 0, gate_text(pod)]
-            rows.append([*row, "<none>", *(["="] if compared else [])] if wide else row)
+            rows.append([*row, "<none>", "<none>", *(["="] if compared else [])] if wide else row)
+        rows.extend(victim_rows(results, (3 if compared else 2) if wide else 0))
         emit_table(
             f"{scheduled} scheduled, {len(results) - scheduled} unschedulable"
+            + (f" ({nominated} nominated, {preempted} pod(s) preempted)" if nominated else "")
             + (f", {len(gated)} gated" if gated else ""),
-            [*headers, "ALLOCATED", *(["DRAPLAN"] if compared else [])] if wide else headers,
+            [*headers, "NOMINATED NODE", "ALLOCATED", *(["DRAPLAN"] if compared else [])]
+            if wide
+            else headers,
             rows,
         )
     if problems:

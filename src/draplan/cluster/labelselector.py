@@ -1,6 +1,6 @@
-"""Label selectors: kubectl's `-l` text (k8s.io/apimachinery/pkg/labels.Parse): `k=v`, `k==v`,
+"""kubectl's `-l` label selectors (k8s.io/apimachinery/pkg/labels.Parse): `k=v`, `k==v`,
 `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k` (exists), `!k` (does not exist), joined by commas,
-all of which must hold; and metav1.LabelSelector objects (matchLabels, matchExpressions)."""
+all of which must hold."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import re
 from collections.abc import Callable, Mapping
 
 from draplan.api.errors import BadInput
-from draplan.api.meta import LabelSelector
 
 Requirement = Callable[[Mapping[str, str]], bool]
 
@@ -53,31 +52,3 @@ def parse_selector(text: str) -> Requirement:
         return lambda labels: True
     requirements = [_requirement(part) for part in _split(text)]
     return lambda labels: all(r(labels) for r in requirements)
-
-
-def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector as LabelSelectorAsSelector reads it: every matchLabels pair and
-    every matchExpressions requirement holds (NotIn and DoesNotExist hold for an absent key);
-    an empty selector selects everything (callers that want "nothing" test emptiness first)."""
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        op = req.operator
-        if op == "In":
-            ok = present and labels[req.key] in req.values
-        elif op == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif op == "Exists":
-            ok = present
-        else:  # DoesNotExist (validation admits no other operator)
-            ok = not present
-        if not ok:
-            return False
-    return True
-
-
-def is_empty(selector: LabelSelector | None) -> bool:
-    """No selector, or one without requirements."""
-    return selector is None or not (selector.match_labels or selector.match_expressions)

@@ -51,7 +51,12 @@ from draplan.cluster.devices import (
 from draplan.cluster.layered import LayeredDict, VersionedDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
 from draplan.cluster.podlabels import PodLabels
-from draplan.cluster.podresources import Resources, bound_usage, is_terminal
+from draplan.cluster.podresources import (
+    Resources,
+    bound_usage,
+    is_gated,
+    is_terminal,
+)
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 
@@ -256,7 +261,7 @@ class ClusterState:
         self.exclusive: LayeredDict[DeviceID, int] = LayeredDict()
         self.shared: LayeredDict[DeviceID, SharedUse] = LayeredDict()
         self.counters: LayeredDict[tuple[PoolID, CounterKey], int] = LayeredDict()
-        # Pods' requests summed per node (NodeInfo.Requested upstream).
+        # Pods' requests summed per node (NodeInfo.Requested upstream; nominated pods' too).
         self.node_requested: LayeredDict[str, Resources] = LayeredDict()
         # The pods each node holds (NodeInfo.Pods: bound and not finished), in binding order,
         # and those with pod affinity or anti-affinity terms by node (NodeInfo.PodsWithAffinity).
@@ -264,6 +269,9 @@ class ClusterState:
         self.affinity_pods: LayeredDict[ObjectKey, str] = LayeredDict()
         # Every pod ever held, filed by namespace and label (a superset, across forks).
         self.pod_labels = PodLabels()
+        # The waiting pods whose requests count on the node they are nominated to (the
+        # scheduling queue's nominator): in node_requested, not among node_pods.
+        self.held: LayeredDict[ObjectKey, str] = LayeredDict()
         # A version per node, unique over the whole run (so a revert restores an old version
         # that still names the old state), and a log of nodes whose version changed: schedulers
         # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
@@ -295,6 +303,7 @@ class ClusterState:
             self.node_requested,
             self.node_pods,
             self.affinity_pods,
+            self.held,
             self.node_version,
             self.search_start,
         )
@@ -322,8 +331,7 @@ class ClusterState:
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
                 state.pod_labels.add(key, obj)
-                if obj.spec.node_name and not is_terminal(obj):
-                    state._hold(obj, obj.spec.node_name, +1)
+                state._place(key, obj, +1)
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -620,13 +628,17 @@ class ClusterState:
         self.nodes.pop(name)
         self.touch(name)
 
-    def _hold(self, pod: Pod, node_name: str, sign: int) -> None:
-        """`pod` starts (+1) or stops (-1) counting on `node_name`: its requests, its place
-        among the node's pods."""
+    def _add_usage(self, node_name: str, pod: Pod, sign: int) -> None:
         used = dict(self.node_requested.get(node_name) or {})
         for name, amount in self.usage(pod).items():
             used[name] = used.get(name, 0) + sign * amount
         self.node_requested[node_name] = used
+        self.touch(node_name)
+
+    def _hold(self, pod: Pod, node_name: str, sign: int) -> None:
+        """`pod` starts (+1) or stops (-1) counting on `node_name`: its requests, its place
+        among the node's pods."""
+        self._add_usage(node_name, pod, sign)
         key = key_of(pod)
         held = self.node_pods.get(node_name) or ()
         if sign > 0:
@@ -637,7 +649,6 @@ class ClusterState:
             self.node_pods[node_name] = tuple(k for k in held if k != key)
             if key in self.affinity_pods:
                 del self.affinity_pods[key]
-        self.touch(node_name)
 
     def pods_on(self, node_name: str) -> list[Pod]:
         """The pods `node_name` holds (bound, not finished), in the order they were bound."""
@@ -651,22 +662,69 @@ class ClusterState:
     def requested(self, node_name: str) -> Resources:
         return self.node_requested.get(node_name) or {}
 
+    def _place(self, key: ObjectKey, pod: Pod, sign: int) -> None:
+        """Count (sign +1) or uncount a pod where it takes room: its node if bound, the node
+        it is nominated to if it waits there (see `nominate`)."""
+        if is_terminal(pod):
+            return
+        if pod.spec.node_name:
+            self._hold(pod, pod.spec.node_name, sign)
+            return
+        node_name = pod.status.nominated_node_name
+        if not node_name or is_gated(pod) or (key in self.held) == (sign > 0):
+            return
+        if sign > 0:
+            self.held[key] = node_name
+        else:
+            self.held.pop(key)
+        self._add_usage(node_name, pod, sign)
+
+    def release(self, key: ObjectKey) -> None:
+        """Stop counting a nominated pod's requests on its node (for one scheduling cycle of a
+        pod that must not see it); `rehold` counts them again."""
+        pod = self.pods.get(key)
+        if pod is not None and not pod.spec.node_name:
+            self._place(key, pod, -1)
+
+    def rehold(self, key: ObjectKey) -> None:
+        pod = self.pods.get(key)
+        if pod is not None and not pod.spec.node_name:
+            self._place(key, pod, +1)
+
     def bind_pod(self, pod: Pod, node_name: str) -> Pod:
-        """Place `pod` on `node_name`: its requests count against the node from now on."""
+        """Place `pod` on `node_name`: its requests count against the node from now on (and no
+        longer where it was nominated)."""
+        key = key_of(pod)
+        old = self.pods.get(key)
+        if old is not None:
+            self._place(key, old, -1)
         bound = msgspec.structs.replace(
             pod, spec=msgspec.structs.replace(pod.spec, node_name=node_name)
         )
-        self.pods[key_of(pod)] = bound
-        self._hold(bound, node_name, +1)
+        self.pods[key] = bound
+        self._place(key, bound, +1)
         return bound
 
     def unbind_pod(self, pod: Pod) -> None:
         """Take a bound pod off its node (it stays in the state, pending)."""
-        node_name = pod.spec.node_name
-        if node_name:
-            self._hold(pod, node_name, -1)
+        if pod.spec.node_name:
+            key = key_of(pod)
+            self._place(key, pod, -1)
             spec = msgspec.structs.replace(pod.spec, node_name="")
-            self.pods[key_of(pod)] = msgspec.structs.replace(pod, spec=spec)
+            self.pods[key] = msgspec.structs.replace(pod, spec=spec)
+
+    def nominate(self, pod: Pod, node_name: str) -> Pod:
+        """Set (or, with "", clear) a waiting pod's status.nominatedNodeName: its requests
+        count on that node for the pods of equal or lower priority scheduled after it (the
+        scheduler asks `held` which pods to leave out for a pod of higher priority)."""
+        key = key_of(pod)
+        old = self.pods.get(key) or pod
+        self._place(key, old, -1)
+        status = msgspec.structs.replace(old.status, nominated_node_name=node_name)
+        new = msgspec.structs.replace(old, status=status)
+        self.pods[key] = new
+        self._place(key, new, +1)
+        return new
 
     def put_pod(self, pod: Pod) -> None:
         """Add or replace a pod as the API server holds it (a watch event): its node share
@@ -678,8 +736,7 @@ class ClusterState:
         if labels.crowded and self.pods.depth == 1:
             labels.rebuild(self.pods.items())
         labels.add(key, pod)
-        if pod.spec.node_name and not is_terminal(pod):
-            self._hold(pod, pod.spec.node_name, +1)
+        self._place(key, pod, +1)
 
     def delete_pod(self, key: ObjectKey) -> None:
         """Forget a pod the API server deleted, freeing its node share; unlike `remove_pod`,
@@ -687,8 +744,7 @@ class ClusterState:
         pod = self.pods.get(key)
         if pod is None:
             return
-        if pod.spec.node_name and not is_terminal(pod):
-            self._hold(pod, pod.spec.node_name, -1)
+        self._place(key, pod, -1)
         del self.pods[key]
 
     def delete_node(self, name: str) -> None:
@@ -706,7 +762,7 @@ class ClusterState:
         pod = self.pods.get(key)
         if pod is None:
             return
-        self.unbind_pod(pod)
+        self._place(key, pod, -1)
         del self.pods[key]
         ns = pod.metadata.namespace
         generated = {

@@ -31,6 +31,7 @@ from draplan.scheduler.plugins.noderesources import (
     ScoringStrategy,
 )
 from draplan.scheduler.plugins.podtopologyspread import SpreadArgs
+from draplan.scheduler.preemption_args import PreemptionArgs
 from draplan.scheduler.profile import (
     DEFAULT_SCHEDULER,
     EXTENSION_POINTS,
@@ -55,9 +56,6 @@ OTHER_POINTS = (
 )
 SHAPE_UTILIZATION = (0, 100)
 DEFAULTING_TYPES = ("System", "List")  # PodTopologySpreadArgs.defaultingType
-# DefaultPreemptionArgs' defaults (v1 defaults.go).
-PREEMPTION_PERCENTAGE = 10
-PREEMPTION_ABSOLUTE = 100
 SHAPE_SCORE = (0, 10)
 
 
@@ -191,9 +189,11 @@ def _plugin_args(raw: v1.Args, path: str) -> Any:
         return _spread_args(raw, path)
     if isinstance(raw, v1.DefaultPreemptionArgs):
         percentage = raw.min_candidate_nodes_percentage
-        percentage = PREEMPTION_PERCENTAGE if percentage is None else percentage
+        percentage = (
+            PreemptionArgs.min_candidate_nodes_percentage if percentage is None else percentage
+        )
         absolute = raw.min_candidate_nodes_absolute
-        absolute = PREEMPTION_ABSOLUTE if absolute is None else absolute
+        absolute = PreemptionArgs.min_candidate_nodes_absolute if absolute is None else absolute
         at = f"{path}.minCandidateNodesPercentage"
         _range(percentage, 0, 100, at, "[{}, {}]")
         if absolute < 0:
@@ -204,7 +204,7 @@ def _plugin_args(raw: v1.Args, path: str) -> Any:
         if percentage == 0 and absolute == 0:
             detail = "cannot be zero at the same time as minCandidateNodesAbsolute"
             raise BadInput(_invalid(0, detail), path=at)
-        return raw
+        return PreemptionArgs(percentage, absolute)
     return raw
 
 

@@ -2,12 +2,17 @@
 and gangs placed all or nothing in one cycle, inside their topology domain when they have one.
 
 It never assumes nodes are real: the autoscaler runs it on a forked state with template nodes.
+With `post_filter`, a pod no node fits runs the profile's PostFilter plugins, DefaultPreemption
+among them: lower-priority pods may be evicted for it and a node nominated, where it binds in
+a later attempt; its requests count there meanwhile for pods of equal or lower priority.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -30,9 +35,22 @@ from draplan.scheduler.framework import (
 from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
+from draplan.scheduler.preemption import DefaultPreemption, evict, workload_group
+from draplan.scheduler.preemption_groups import preempt_group
 from draplan.scheduler.profile import DEFAULT_SCHEDULER, Profile, build_profile
-from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
-from draplan.scheduler.reasons import NO_NODES_AVAILABLE, FitReason, fit_error, pod_level
+from draplan.scheduler.queue import (
+    in_queue_order,
+    priority_of,
+    priority_table,
+    waiting_in_queue_order,
+)
+from draplan.scheduler.reasons import (
+    NO_NODES_AVAILABLE,
+    FitReason,
+    fit_error,
+    pod_level,
+    with_post_filter,
+)
 
 GANG_INCOMPLETE = "GangIncomplete"
 GANG_UNPLACEABLE = "GangUnplaceable"
@@ -53,6 +71,7 @@ class PodResult:
     # other pods may then make the pod fit, unlike a failure on what nodes hold.
     monotone: bool = True
     nominated: str = ""  # the node a PostFilter plugin (preemption) nominated it to
+    victims: tuple[Pod, ...] = ()  # the pods evicted for it there, most important first
 
 
 def _shape(
@@ -77,9 +96,19 @@ class Scheduler:
     """Places pending pods on a ClusterState (mutating it: pods bound, claims allocated)."""
 
     def __init__(
-        self, profile: Profile | None = None, gangs: bool = True, explain: bool = True
+        self,
+        profile: Profile | None = None,
+        gangs: bool = True,
+        explain: bool = True,
+        post_filter: bool = False,
     ) -> None:
         self.profile = profile or build_profile()
+        # post_filter=True: kube-scheduler's own run, preemption included; callers that only
+        # ask what fits now (the autoscaler's simulations, as Cluster Autoscaler's filtering
+        # does) run the other PostFilter plugins, which only add their words to the message.
+        self.post_filters = self.profile.post_filters
+        if not post_filter:
+            self.post_filters = _without_preemption(self.post_filters)
         # explain=False: a pod that fits nowhere gets only "0/N nodes are available." (no
         # per-reason counts or allocator evidence), for callers that only need placements.
         self.evaluator = Evaluator(self.profile, explain=explain)
@@ -95,12 +124,22 @@ class Scheduler:
         # by the profile it names, over the one state and queue.
         self.lanes: dict[str, Scheduler] = {self.profile.name: self}
         for other in self.profile.siblings:
-            self.lanes[other.name] = Scheduler(other, gangs, explain)
+            self.lanes[other.name] = Scheduler(other, gangs, explain, post_filter)
 
     def lane(self, pod: Pod) -> Scheduler | None:
         """The scheduler (profile) of the pod's spec.schedulerName; None when no profile
         answers to it: kube-scheduler leaves such a pod to another scheduler."""
         return self.lanes.get(pod.spec.scheduler_name or DEFAULT_SCHEDULER)
+
+    @contextmanager
+    def post_filtering(self) -> Iterator[None]:
+        """The profile's PostFilter plugins on for the body: what kube-scheduler does on the
+        nodes there are, preemption included (the autoscaler's look at existing nodes)."""
+        kept, self.post_filters = self.post_filters, self.profile.post_filters
+        try:
+            yield
+        finally:
+            self.post_filters = kept
 
     # --- one pod -------------------------------------------------------------------------
 
@@ -171,10 +210,35 @@ class Scheduler:
     ) -> PodResult:
         """One scheduling cycle for one pod; binds it on success. `candidates`: only those
         nodes (draplan's own trials), tried in that order; the scheduler's place in its node
-        order is then left as it was. A pod naming another profile is scheduled by it."""
+        order is then left as it was. A pod naming another profile is scheduled by it.
+
+        Pods nominated to a node count there only for pods of equal or lower priority, never
+        for themselves (the nominator's addGENominatedPods): the others are set aside for the
+        cycle."""
         lane = self.lane(pod)
         if lane is not self and lane is not None:
             return lane.schedule_pod(state, pod, candidates)
+        own = key_of(pod)
+        aside = []
+        if next(state.held.items(), None) is not None:
+            classes, default = priority_table(state)
+            mine = priority_of(pod, classes, default)
+            aside = [
+                k
+                for k, _ in state.held.items()
+                if k == own or priority_of(state.pods[k], classes, default) < mine
+            ]
+        if not aside:
+            return self._cycle(state, pod, candidates)
+        for k in aside:
+            state.release(k)
+        try:
+            return self._cycle(state, pod, candidates)
+        finally:
+            for k in aside:
+                state.rehold(k)
+
+    def _cycle(self, state: ClusterState, pod: Pod, candidates: list[str] | None) -> PodResult:
         if candidates is None and not state.nodes:
             # schedulePod (schedule_one.go): ErrNoNodesAvailable before any plugin runs,
             # UnschedulableAndUnresolvable, no PostFilter.
@@ -184,9 +248,9 @@ class Scheduler:
             count = len(candidates) if candidates is not None else len(state.nodes)
             code = "Error" if status.code == Code.ERROR else "PreFilter"
             reason, found = self._post_filter(
-                state, cycle, info, pod_level(status.reasons[0], code, count)
+                state, cycle, info, pod_level(status.reasons[0], code, count), candidates
             )
-            return PodResult(info.key, pod, reason=reason, nominated=_nominated(found))
+            return self._nominate(state, info, reason, found)
         evaluator = self.evaluator
         trial: list[str] | None = candidates
         total: int | None = None
@@ -197,6 +261,14 @@ class Scheduler:
                 trial, total = sorted(n for n in narrowed if n in state.nodes), len(state.nodes)
             else:
                 trial, total = [n for n in candidates if n in narrowed], len(candidates)
+        nominated = pod.status.nominated_node_name
+        if candidates is None and nominated and nominated in state.nodes:
+            # evaluateNominatedNode: a pod nominated to a node goes there if it fits now.
+            ev = evaluator.refresh_only(state, cycle, info, [nominated])
+            if ev.evals[nominated].status.ok:
+                evaluator.confirm(state, cycle, info, ev, nominated)
+                if ev.evals[nominated].status.ok:
+                    return self._bind(state, cycle, info, nominated, ev.evals[nominated].details)
         if trial is None:
             ev = evaluator.refresh(state, cycle, info)
         else:
@@ -249,16 +321,23 @@ class Scheduler:
                 state, cycle, info, ev, candidates, chosen.failed, total, absent
             )
         found = None
-        if self.profile.post_filters:
+        if self.post_filters:
             names = candidates if candidates is not None else list(ev.evals)
             statuses = NodeStatuses(evaluator, state, cycle, info, ev, names, chosen.failed)
-            reason, found = self._post_filter(state, cycle, info, reason, statuses)
+            reason, found = self._post_filter(state, cycle, info, reason, candidates, statuses)
+        result = self._nominate(state, info, reason, found)
+        result.monotone = not evaluator.cluster_active(cycle)
+        return result
+
+    def _nominate(
+        self, state: ClusterState, info: PodInfo, reason: FitReason, found: PostFilterResult | None
+    ) -> PodResult:
+        """The pod unschedulable this cycle: with a PostFilterResult, nominated to its node."""
+        if found is None or not found.nominated_node:
+            return PodResult(info.key, state.pods.get(info.key) or info.pod, reason=reason)
+        pod = state.nominate(info.pod, found.nominated_node)
         return PodResult(
-            info.key,
-            info.pod,
-            reason=reason,
-            monotone=not evaluator.cluster_active(cycle),
-            nominated=_nominated(found),
+            info.key, pod, reason=reason, nominated=found.nominated_node, victims=found.victims
         )
 
     def _post_filter(
@@ -267,14 +346,18 @@ class Scheduler:
         cycle: CycleState,
         info: PodInfo,
         reason: FitReason,
+        candidates: list[str] | None,
         statuses: Mapping[str, Status] | None = None,
     ) -> tuple[FitReason, PostFilterResult | None]:
         """RunPostFilterPlugins: in order until one succeeds (its PostFilterResult is the
         nomination, and nothing joins the message) or fails other than Unschedulable (its
         reasons alone join it); else the reasons of all, joined, end the FailedScheduling
-        message."""
+        message. draplan's own trials on a few `candidates` never preempt."""
         reasons: list[str] = []
-        for plugin in self.profile.post_filters:
+        plugins = self.post_filters
+        if candidates is not None:
+            plugins = _without_preemption(plugins)
+        for plugin in plugins:
             status = plugin.post_filter(state, cycle, info, statuses or {})
             if status.ok:
                 found = status.detail if isinstance(status.detail, PostFilterResult) else None
@@ -283,7 +366,7 @@ class Scheduler:
                 reasons = list(status.reasons)
                 break
             reasons.extend(status.reasons)
-        return reason.with_post_filter(", ".join(reasons)), None
+        return with_post_filter(reason, reasons), None
 
     def _bind(
         self,
@@ -365,15 +448,75 @@ class Scheduler:
                 for p in pending
             ]
         if gang.topology is not None:
-            return self._gang_in_domain(state, gang, pending, bound)
-        with state.forked() as _:
-            results = self._place_all(state, pending, None)
-            placed = sum(1 for r in results if r.node)
-            ok = bound + placed >= gang.min_count
-            if ok:
-                state.commit()
-                state.fork()  # balance the context manager's revert
-        return self._gang_outcome(gang, results, ok, total)
+            results = self._gang_in_domain(state, gang, pending, bound)
+        else:
+            with state.forked() as _:
+                trial = self._place_all(state, pending, None)
+                # A member nominated by its own preemption counts: the gang preempts as a
+                # unit (all it needs placed or nominated) or not at all (the fork reverts).
+                placed = sum(1 for r in trial if r.node or r.nominated)
+                ok = bound + placed >= gang.min_count
+                if ok:
+                    state.commit()
+                    state.fork()  # balance the context manager's revert
+            results = self._gang_outcome(gang, trial, ok, total)
+            if not ok:  # nominations made in the trial are gone with it
+                results = [_as_before(state, r) for r in results]
+        if any(r.node or r.nominated for r in results):
+            return results
+        return self._group_post_filter(state, gang, pending, bound, results) or results
+
+    def _group_post_filter(
+        self,
+        state: ClusterState,
+        gang: Gang,
+        pending: list[Pod],
+        bound: int,
+        results: list[PodResult],
+    ) -> list[PodResult] | None:
+        """PodGroupPostFilter, for a gang of a PodGroup under workload-aware preemption: the
+        group's pending pods preempt together, or the reason ends their messages."""
+        plugin = next((p for p in self.post_filters if isinstance(p, DefaultPreemption)), None)
+        group = workload_group(state, pending[0]) if plugin is not None else None
+        if plugin is None or group is None:
+            return None
+        kept = self.post_filters
+
+        def place(st: ClusterState, pods: list[Pod]) -> list[tuple[Pod, str]]:
+            self.post_filters = _without_preemption(kept)
+            try:
+                return [(r.pod, r.node or "") for r in self._place_all(st, pods, None)]
+            finally:
+                self.post_filters = kept
+
+        def fits(st: ClusterState, pod: Pod, node: str) -> bool:
+            return self.schedule_pod(st, pod, [node]).node == node  # no PostFilter there
+
+        shortfall = f"{gang.label}: its pods do not fit together even without lower-priority pods"
+        outcome = preempt_group(
+            state, plugin, group, pending, gang.min_count - bound, place, fits, shortfall
+        )
+        if outcome.message:
+            return [
+                PodResult(r.key, r.pod, reason=_post(r.reason, outcome.message), gang=r.gang)
+                for r in results
+            ]
+        victims = outcome.victims
+        for node in sorted(set(outcome.nominations.values())):
+            evict(state, pending[0], node, victims)  # the victims go once, with the first
+            victims = ()
+        out = []
+        for r in results:
+            node = outcome.nominations.get(r.key, "")
+            if not node:
+                out.append(r)
+                continue
+            pod = state.nominate(state.pods.get(r.key) or r.pod, node)
+            shown = outcome.victims if not any(o.victims for o in out) else ()
+            out.append(
+                PodResult(r.key, pod, reason=r.reason, gang=r.gang, nominated=node, victims=shown)
+            )
+        return out
 
     def _gang_outcome(
         self, gang: Gang, results: list[PodResult], ok: bool, total: int, why: str = ""
@@ -382,7 +525,7 @@ class Scheduler:
             r.gang = gang.label
         if ok:
             return results
-        placed = sum(1 for r in results if r.node)
+        placed = sum(1 for r in results if r.node or r.nominated)
         message = why or (
             f"{gang.label}: only {placed} of {len(results)} pending pods fit "
             f"together, {gang.min_count} required"
@@ -396,7 +539,7 @@ class Scheduler:
                     message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
                 )
             )
-            if r.node:
+            if r.node or r.nominated:
                 reason = pod_level(
                     message, GANG_UNPLACEABLE if not why else TOPOLOGY_UNSATISFIABLE, total
                 )
@@ -520,9 +663,19 @@ def _with_claim_statuses(pod: Pod, claims: list[ResourceClaim]) -> Pod:
     return msgspec.structs.replace(pod, status=status)
 
 
-def _nominated(found: PostFilterResult | None) -> str:
-    return found.nominated_node if found is not None else ""
+def _as_before(state: ClusterState, r: PodResult) -> PodResult:
+    """A failed trial's result once its fork is reverted: the pod as the state has it again
+    (a nomination made in the trial is gone)."""
+    return PodResult(r.key, state.pods.get(r.key) or r.pod, reason=r.reason, gang=r.gang)
+
+
+def _post(reason: FitReason | None, message: str) -> FitReason | None:
+    return with_post_filter(reason, [message]) if reason is not None else None
 
 
 def unbound(pod: Pod) -> Pod:
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))
+
+
+def _without_preemption(plugins: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(p for p in plugins if not isinstance(p, DefaultPreemption))

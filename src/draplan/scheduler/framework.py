@@ -196,9 +196,11 @@ def is_cluster(plugin: object) -> bool:
 
 @dataclass(frozen=True)
 class PostFilterResult:
-    """What a PostFilter plugin achieved: the node the pod is nominated to (preemption)."""
+    """What a PostFilter plugin achieved: the node the pod is nominated to (preemption) and
+    the pods evicted for it."""
 
     nominated_node: str = ""
+    victims: tuple[Pod, ...] = ()
 
 
 class Plugin(Protocol):

@@ -49,6 +49,8 @@ from draplan.scheduler.plugins.placement import POLICIES, DeviceResource, policy
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
 from draplan.scheduler.plugins.tainttoleration import TaintToleration
 from draplan.scheduler.plugins.topologylocality import TopologyLocality
+from draplan.scheduler.preemption import DefaultPreemption
+from draplan.scheduler.preemption_args import PreemptionArgs
 
 DEFAULT_SCHEDULER = "default-scheduler"  # v1.DefaultSchedulerName
 DRAPLAN_PROFILE = "draplan"
@@ -253,8 +255,6 @@ FACTORIES: dict[str, Factory] = {
     names.POD_TOPOLOGY_SPREAD: _spread,
     names.INTER_POD_AFFINITY: _inter_pod,
 }
-# Upstream's plugins draplan knows but does not run yet (their helpers add them to FACTORIES).
-PENDING = frozenset({names.DEFAULT_PREEMPTION})
 KNOWN_PLUGINS = frozenset({n for n, _ in DEFAULT_PLUGINS}) | NOT_RUN | FACTORIES.keys()
 
 
@@ -355,6 +355,15 @@ def kube_profile(
     filters = tuple(p for p, _ in by_point["filter"])
     if dra not in filters:
         raise BadInput("DynamicResources cannot be disabled", path="plugins.filter")
+    post_filters: list[Any] = []
+    for name, _ in points["postFilter"]:
+        if name == names.DEFAULT_PREEMPTION:
+            # Its dry run runs the profile's filters, so it is made once they are.
+            args = spec.args.get(name)
+            args = args if isinstance(args, PreemptionArgs) else PreemptionArgs()
+            post_filters.append(DefaultPreemption(filters, dra, args, seed, random_ties=True))
+        elif callable(getattr(plugin(name), "post_filter", None)):
+            post_filters.append(plugin(name))
     return Profile(
         filters=filters,
         scores=tuple(by_point["score"]),
@@ -363,7 +372,7 @@ def kube_profile(
         pre_filters=tuple(p for p, _ in by_point["preFilter"] if p is not dra),
         ties="random",
         seed=seed,
-        post_filters=tuple(p for p, _ in by_point["postFilter"]),
+        post_filters=tuple(post_filters),
         percentage=spec.percentage if spec.percentage is not None else percentage,
         name=spec.scheduler_name,
         kube=True,
@@ -463,7 +472,7 @@ def draplan_profile(
     }
     disabled = set(s.disabled_plugins) if s is not None else set()
     for i, name in enumerate(sorted(disabled)):
-        if name not in table:
+        if name not in table and name != names.DEFAULT_PREEMPTION:
             raise BadInput(
                 f"unknown plugin {name!r}",
                 kind="SchedulerProfile",
@@ -496,9 +505,16 @@ def draplan_profile(
         # The simulator enables exactly one score plugin (weight 1000) and disables the rest.
         scores = ((chosen.score, 1),)
     filters = tuple(table[n] for n in DRAPLAN_FILTERS if n not in disabled)
+    # default_plugins.go's PostFilter order: DynamicResources, then DefaultPreemption.
+    post_filters: tuple[Any, ...] = (dra,)
+    if names.DEFAULT_PREEMPTION not in disabled:
+        args = PreemptionArgs(free_devices=s is not None and s.preemption_frees_devices)
+        preemption = DefaultPreemption(filters, dra, args, seed, (ties or "name") == "random")
+        post_filters = (dra, preemption)
     return Profile(
         filters=filters,
         scores=scores,
+        post_filters=post_filters,
         dra=dra,
         options=options,
         pre_filters=tuple(
@@ -509,7 +525,6 @@ def draplan_profile(
         ties=chosen.ties if chosen is not None else (ties or "name"),
         seed=seed,
         policy=placement or "",
-        post_filters=(dra,),
     )
 
 

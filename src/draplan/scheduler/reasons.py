@@ -35,13 +35,6 @@ class FitReason:
             return self.message
         return self.message.removesuffix(" " + self.post_filter)
 
-    def with_post_filter(self, message: str) -> FitReason:
-        """FitError.Error(): the PostFilter plugins' message after the filters' (one space,
-        no period added: the preemption message ends with its own)."""
-        if not message:
-            return self
-        return FitReason(f"{self.message} {message}", self.nodes, self.evidence, message)
-
 
 def reason_code(status: Status) -> str:
     """Allocator failures count by their code; other plugins by their printed reason."""
@@ -101,3 +94,12 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 def pod_level(message: str, code: str, total: int) -> FitReason:
     """A PreFilter or gang failure: the message replaces the per-node histogram."""
     return FitReason(f"0/{total} nodes are available: {message}.", {code: total})
+
+
+def with_post_filter(reason: FitReason, messages: list[str]) -> FitReason:
+    """FitError.Error(): the reasons of the PostFilter plugins that failed, joined by ", ",
+    after one space and nothing more (preemption's own message ends with its period)."""
+    if not messages:
+        return reason
+    post = ", ".join(messages)
+    return FitReason(f"{reason.message} {post}", reason.nodes, reason.evidence, post)

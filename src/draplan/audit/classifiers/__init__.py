@@ -43,6 +43,7 @@ from draplan.audit.classifiers.invalid import Invalid
 from draplan.audit.classifiers.placed import Placed
 from draplan.audit.classifiers.podrules import PodRules
 from draplan.audit.classifiers.pools import Pools
+from draplan.audit.classifiers.preempting import Preempting
 from draplan.audit.classifiers.prefiltered import Prefiltered
 from draplan.audit.classifiers.scaleup import ScaleUp
 from draplan.audit.classifiers.shaped import Shaped
@@ -61,6 +62,7 @@ CONFIGURATION: tuple[ConfigClassifier, ...] = (
 )
 PLACEMENT: tuple[Classifier, ...] = (
     Placed(),  # Schedulable
+    Preempting(),  # Schedulable: by evicting pods of lower priority
     ScaleUp(),  # WaitingForScaleUp: the autoscaler adds nodes for it
     Excluded(),  # NodeConstraints: taints or cordons keep it off nodes with room
     Tainted(),  # DeviceTaints: only tainted devices would fit it

@@ -23,6 +23,7 @@ from draplan.autoscaler.moves import Mover
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler import PodResult
 from draplan.scheduler.claims import ClaimNotFound
 from draplan.scheduler.gangs import Gang
 from draplan.scheduler.profile import Profile
@@ -42,6 +43,7 @@ class Audit(Protocol):
     mover: Mover
     pools: PoolAdvisor | None  # with NodePools: the autoscaler's plan for the pending pods
     placed: dict[ObjectKey, str]  # pods the pass placed, and where
+    nominated: dict[ObjectKey, PodResult]  # pods it placed by preemption: node and victims
     verifier: Verifier | None  # while fixes are chosen
 
     def shape_of(self, pod: Pod) -> bytes: ...

@@ -415,7 +415,10 @@ def test_remembered_dry_runs_give_the_answers_of_fresh_ones(case: Case, more: li
     def outcome(forget: bool) -> list[tuple[object, ...]]:
         profile = build_profile()
         if forget:
-            plugin = _Forgetful(profile.filters, profile.dra, PreemptionArgs())
+            kept = next(p for p in profile.post_filters if isinstance(p, DefaultPreemption))
+            plugin = _Forgetful(
+                kept.filters, kept.dra, kept.args, kept.seed, random_ties=kept.random_ties
+            )
             profile = dataclasses.replace(profile, post_filters=(profile.dra, plugin))
         state = ClusterState.from_objects([*objs, *extra])
         return [

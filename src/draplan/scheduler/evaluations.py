@@ -63,6 +63,7 @@ from draplan.scheduler.framework import (
     is_cluster,
 )
 from draplan.scheduler.nodeorder import NodeOrder, num_feasible_to_find
+from draplan.scheduler.nominated import nominees, with_nominated
 from draplan.scheduler.plugins import names
 from draplan.scheduler.profile import Profile
 from draplan.scheduler.reasons import FitReason, aggregate, fit_error, tally
@@ -815,7 +816,8 @@ class Evaluator:
         n = len(names)
         m = len(places)
         i = bisect_left(places, start)
-        active = any(p.name not in cycle.skip_filter for _, p in self.profile.cluster_filters)
+        held = nominees(state)
+        active = held or self.cluster_active(cycle)
         if not active:
             if m <= wanted:
                 return [names[p] for p in places], n, {}
@@ -829,7 +831,8 @@ class Evaluator:
         for j in range(m):
             place = places[(i + j) % m]
             name = names[place]
-            status = self.cluster_status(state, cycle, pod, nodes[name])
+            status = self.nominated_status(state, cycle, pod, nodes[name]) if held else None
+            status = status or self.cluster_status(state, cycle, pod, nodes[name])
             if status is not None:
                 failed[name] = status
                 continue
@@ -1009,7 +1012,7 @@ class Evaluator:
         if not self.explain_failures:
             return FitReason(f"0/{total} nodes are available.")
         self.freshen(state, cycle, pod, ev)
-        if self.cluster_active(cycle):
+        if self.cluster_active(cycle) or nominees(state):
             self.explain(state, cycle, pod, ev, sample=SAMPLE)
             statuses = NodeStatuses(self, state, cycle, pod, ev, list(ev.evals), failed)
             return fit_error(total, {n: st for n, st in statuses.items() if not st.ok})
@@ -1048,6 +1051,14 @@ class Evaluator:
         failing = {n: st for n, st in statuses.items() if not st.ok}
         return fit_error(total, failing, absent=absent)
 
+    def nominated_status(
+        self, state: ClusterState, cycle: CycleState, pod: PodInfo, node: Node
+    ) -> Status | None:
+        """The first failure with the pods nominated to `node` added (scheduler.nominated:
+        the first of RunFilterPluginsWithNominatedPods' two runs), or None."""
+        status = with_nominated(self.profile.filters, state, cycle, pod, node)
+        return None if status.ok else status
+
     def cluster_active(self, cycle: CycleState) -> bool:
         return any(p.name not in cycle.skip_filter for _, p in self.profile.cluster_filters)
 
@@ -1081,20 +1092,25 @@ class NodeStatuses(Mapping[str, Status]):
         self._names = [n for n in names if n in ev.evals]
         self._known = dict(failed)
         self._active = evaluator.cluster_active(cycle)
+        self._held = nominees(state)
 
     def __getitem__(self, name: str) -> Status:
         known = self._known.get(name)
         if known is not None:
             return known
+        node = self._state.nodes.get(name)
+        if self._held and node is not None:
+            first = self._evaluator.nominated_status(self._state, self._cycle, self._pod, node)
+            if first is not None:
+                self._known[name] = first
+                return first
         status = self._ev.evals[name].status
-        if self._active:
-            node = self._state.nodes.get(name)
-            if node is not None:
-                before = None if status.ok else self._evaluator.filter_place.get(status.plugin)
-                earlier = self._evaluator.cluster_status(
-                    self._state, self._cycle, self._pod, node, before
-                )
-                status = earlier or status
+        if self._active and node is not None:
+            before = None if status.ok else self._evaluator.filter_place.get(status.plugin)
+            earlier = self._evaluator.cluster_status(
+                self._state, self._cycle, self._pod, node, before
+            )
+            status = earlier or status
         self._known[name] = status
         return status
 

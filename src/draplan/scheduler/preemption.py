@@ -27,7 +27,6 @@ from draplan.api.scheduling import PodGroupV1Beta1, PriorityClass
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.framework import (
-    SUCCESS,
     Code,
     CycleState,
     PodInfo,
@@ -35,6 +34,7 @@ from draplan.scheduler.framework import (
     Status,
     unschedulable,
 )
+from draplan.scheduler.nominated import run_filters, with_nominated
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
 from draplan.scheduler.plugins.names import DEFAULT_PREEMPTION
 from draplan.scheduler.preemption_args import PreemptionArgs
@@ -223,22 +223,14 @@ class DefaultPreemption:
     def _fits(
         self, state: ClusterState, cycle: CycleState, info: PodInfo, node: str, dra: bool
     ) -> Status:
-        """The filters on `node` as the state is now (nominated pods of equal or higher
-        priority included, as RunFilterPluginsWithNominatedPods counts them); DynamicResources
-        left out when `dra` is False (its answer is known not to change)."""
+        """The filters on `node` as the state is now, with and then without the pods nominated
+        there of equal or higher priority (RunFilterPluginsWithNominatedPods, as
+        SelectVictimsOnNode runs it: scheduler.nominated); DynamicResources left out when
+        `dra` is False (its answer is known not to change)."""
         obj = state.nodes[node]
-        for plugin in self.filters:
-            if plugin.name in cycle.skip_filter or (not dra and plugin is self.dra):
-                continue
-            status: Status
-            if _rebuilt(plugin):
-                fs = plugin.filter_state(state, info.pod)
-                status = SUCCESS if fs is None else plugin.filter_node(fs, info.pod, obj)
-            else:
-                status = plugin.filter(state, cycle, info, obj)
-            if not status.ok:
-                return status.with_plugin(plugin.name)
-        return SUCCESS
+        filters = [p for p in self.filters if dra or p is not self.dra]
+        first = with_nominated(filters, state, cycle, info, obj)
+        return first if not first.ok else run_filters(filters, state, cycle, info, obj)
 
     def _take(
         self, state: ClusterState, cycle: CycleState, info: PodInfo, victim: Victim, node: str
@@ -498,15 +490,6 @@ class DefaultPreemption:
             )
             return tied[draw.randrange(len(tied))]
         return tied[0]
-
-
-def _rebuilt(plugin: Any) -> bool:
-    """Whether the plugin's filter state is built again in a trial (see DefaultPreemption)."""
-    return bool(
-        getattr(plugin, "cluster", False)
-        and not hasattr(plugin, "remove_pod")
-        and hasattr(plugin, "filter_state")
-    )
 
 
 class _Failures:

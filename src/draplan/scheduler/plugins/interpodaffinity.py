@@ -172,8 +172,10 @@ class InterPodAffinity(ClusterPlugin[FilterState, "ScoreMap"]):
         """PreFilter: None when it would return Skip (nothing to check)."""
         terms = pod_terms(pod)
         own_labels = namespace_labels(state, pod.metadata.namespace)
+        # Copies: the sums move with the state, and a cycle's filter state must not (the
+        # nominated pods bound in a fork, a preemption's trials, both reverted after).
         existing = tuple(
-            (t.topology_key, values)
+            (t.topology_key, dict(values))
             for (kind, t, _), values in self._selecting(state, pod, own_labels)
             if kind == REQUIRED_ANTI
         )

@@ -402,7 +402,9 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
         constraints = self.constraints(state, pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None
-        counts = self._counts(state, pod, constraints, True, False)
+        # A copy: the sums move with the state, and a cycle's filter state must not (the
+        # nominated pods bound in a fork, a preemption's trials, both reverted after).
+        counts = dict(self._counts(state, pod, constraints, True, False))
         domains = [0] * len(constraints)  # eligible domains
         for i, _ in self._domains(state, pod, constraints):
             domains[i] += 1

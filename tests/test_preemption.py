@@ -13,6 +13,7 @@ import msgspec
 import yaml
 
 from draplan.api.codec import decode
+from draplan.api.core_v1 import NodeSelectorRequirement
 from draplan.api.meta import KubeStruct, LabelSelector, ObjectMeta
 from draplan.api.policy_v1 import (
     PodDisruptionBudget,
@@ -661,4 +662,41 @@ def test_a_pod_failing_prefilter_again_after_a_node_joins() -> None:
         got = scheduler.schedule_pod(state, train)
     assert got.reason is not None and got.reason.message.endswith(
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+
+
+def test_a_pod_pinned_by_metadata_name_preempts_on_its_node() -> None:
+    """A DaemonSet-style pod (required node affinity on metadata.name) narrows PreFilter to
+    one node; preemption still runs there, and counts the nodes left out as unresolvable."""
+    pin = NodeSelectorRequirement(key="metadata.name", operator="In", values=("gaudi-1",))
+    objs: list[KubeStruct] = [
+        gaudi_node("gaudi-0"),
+        gaudi_node("gaudi-1"),
+        gaudi_node("gaudi-2"),
+        running("low", "gaudi-1", 8, 10, "2026-10-01T10:00:00Z"),
+        MakePod()
+        .name("agent")
+        .req(cpu="1", **{GAUDI: 2})
+        .priority(1000)
+        .affinity_term(fields=[pin])
+        .obj(),
+        MakePod()
+        .name("never")
+        .req(cpu="1", **{GAUDI: 2})
+        .priority(1000)
+        .preemption_policy("Never")
+        .affinity_term(fields=[pin])
+        .obj(),
+    ]
+    _, results = run(objs[:-1])
+    agent = results["agent"]
+    assert agent.node is None and agent.nominated == "gaudi-1"
+    assert [v.metadata.name for v in agent.victims] == ["low"]
+    never = run([*objs[:4], objs[-1]])[1]["never"].reason
+    assert never is not None
+    assert never.message == (
+        "0/3 nodes are available: 1 Insufficient habana.ai/gaudi, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        + NO_CLAIMS
+        + "not eligible due to preemptionPolicy=Never."
     )

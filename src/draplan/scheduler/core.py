@@ -293,7 +293,8 @@ class Scheduler:
             reason = pod_level(chosen.error.reasons[0], "Error", total or len(ev.evals))
             return PodResult(info.key, pod, reason=reason)
         if chosen.node is None:
-            return self._unschedulable(state, cycle, info, ev, chosen, trial, total)
+            offered = candidates is not None
+            return self._unschedulable(state, cycle, info, ev, chosen, trial, total, offered)
         return self._bind(state, cycle, info, chosen.node, ev.evals[chosen.node].details)
 
     def _unschedulable(
@@ -305,13 +306,15 @@ class Scheduler:
         chosen: Selection,
         candidates: list[str] | None,
         total: int | None,
+        offered: bool,
     ) -> PodResult:
+        """`candidates`: the nodes tried, a caller's (`offered`) or those a PreFilter left."""
         evaluator = self.evaluator
+        absent = None
         if candidates is None:
             # Every node has an entry after refresh (len(state.nodes) would walk them).
             reason = evaluator.fit_error(state, cycle, info, ev, len(ev.evals), chosen.failed)
         else:
-            absent = None
             if cycle.narrowed_by:
                 plugins = " ".join(sorted(cycle.narrowed_by))
                 absent = unschedulable(
@@ -323,8 +326,15 @@ class Scheduler:
         found = None
         if self.post_filters:
             names = candidates if candidates is not None else list(ev.evals)
+            statuses: Mapping[str, Status]
             statuses = NodeStatuses(evaluator, state, cycle, info, ev, names, chosen.failed)
-            reason, found = self._post_filter(state, cycle, info, reason, candidates, statuses)
+            if absent is not None and not offered:
+                # findNodesThatFitPod: the nodes a PreFilterResult leaves out are in the
+                # diagnosis as UnschedulableAndUnresolvable, so preemption counts them too.
+                statuses = _Narrowed(statuses, set(names), state, absent)
+            reason, found = self._post_filter(
+                state, cycle, info, reason, candidates if offered else None, statuses
+            )
         result = self._nominate(state, info, reason, found)
         result.monotone = not evaluator.cluster_active(cycle)
         return result
@@ -679,3 +689,25 @@ def unbound(pod: Pod) -> Pod:
 
 def _without_preemption(plugins: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(p for p in plugins if not isinstance(p, DefaultPreemption))
+
+
+class _Narrowed(Mapping[str, Status]):
+    """Every node's status when a PreFilter narrowed the nodes tried: `absent` for the rest."""
+
+    def __init__(
+        self, tried: Mapping[str, Status], names: set[str], state: ClusterState, absent: Status
+    ) -> None:
+        self._tried, self._names, self._state, self._absent = tried, names, state, absent
+
+    def __getitem__(self, name: str) -> Status:
+        if name in self._names:
+            return self._tried[name]
+        if name in self._state.nodes:
+            return self._absent
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state.nodes)
+
+    def __len__(self) -> int:
+        return len(self._state.nodes)

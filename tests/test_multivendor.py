@@ -133,3 +133,32 @@ def test_pools(run_cli: Any) -> None:
     result = run_cli("pools", "-f", CLUSTER, "--prices", PRICES, "-o", "json")
     assert result.code == 0, result.err
     assert len(result.json()["items"]) == 8
+
+
+def test_pool_limits_name_where_the_node_group_keeps_its_maximum(
+    run_cli: Any, items: list[dict[str, Any]]
+) -> None:
+    """PoolLimitReached on derived pools names the knob of the group they come from (the
+    Karpenter NodePool's spec.limits, summed over its nodes' capacity, not a maxNodes nobody
+    wrote), and a gang's members get one verdict: a TPU slice pool is outgrown by whole
+    slices (a new node pool of as many hosts), whichever member is asked."""
+    result = run_cli("why", "-f", CLUSTER, "-o", "json")
+    assert result.code == 0, result.err
+    verdicts = {p["pod"]: p for p in result.json()["pods"]}
+    ddp = [verdicts[f"research/ddp-gb200-{i}"] for i in range(3)]
+    assert {p["category"] for p in ddp} == {"PoolLimitReached"}
+    fix = ddp[0]["fix"]
+    assert fix["object"] == "Karpenter NodePool gb200"
+    cpus = {
+        int(o["status"]["capacity"]["cpu"])
+        for o in items
+        if o["kind"] == "Node" and o["metadata"]["labels"].get("karpenter.sh/nodepool") == "gb200"
+    }
+    [per_node] = cpus
+    assert fix["limits"] == {"cpu": str(per_node * fix["maxNodes"])}
+    assert "spec.limits of Karpenter NodePool gb200" in ddp[0]["message"]
+    sft = [verdicts[f"tpu-jobs/maxtext-sft-{i}"] for i in range(4)]
+    assert len({(p["category"], p["message"]) for p in sft}) == 1
+    assert sft[0]["category"] == "PoolLimitReached"
+    assert sft[0]["fix"]["action"] == "add a node pool like it"
+    assert sft[0]["fix"]["add"] == 4  # one 4x4 slice of 4 hosts, never a host more

@@ -13,7 +13,7 @@ from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.audit.reach import allocation_error, relaxed
 from draplan.autoscaler import Autoscaler, Plan
-from draplan.autoscaler.derived import MAX_NODES_REASON
+from draplan.autoscaler.derived import MAX_NODES_REASON, SLICE_NODES, raise_to
 from draplan.autoscaler.moves import unlabel
 from draplan.autoscaler.options import Option
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
@@ -113,22 +113,25 @@ class PoolAdvisor:
     def waiting(self, key: ObjectKey, group: set[ObjectKey]) -> PoolVerdict | None:
         """WaitingForScaleUp when the plan adds nodes for the pod: its share of them, the
         nodes meant for it or its gang (`group`)."""
-        option = self.options.get(key)
+        option = _option_of(self.options, key, group)
         return _waiting(option, group) if option is not None else None
 
-    def verdict(self, key: ObjectKey, pod: Pod, shape: bytes) -> PoolVerdict | None:
-        """PoolLimitReached or NoPoolCanFit for a pod the plan adds no node for."""
+    def verdict(
+        self, key: ObjectKey, pod: Pod, shape: bytes, group: set[ObjectKey]
+    ) -> PoolVerdict | None:
+        """PoolLimitReached or NoPoolCanFit for a pod the plan adds no node for (nor for the
+        rest of its gang, `group`)."""
         why = self.reasons.get(key)
-        if why is None or key in self.options:
+        if why is None or _option_of(self.options, key, group) is not None:
             return None  # the plan places it on an existing node, or adds one for it
         if why.startswith("no NodePool"):
             return self._no_pool(pod, shape, why)
-        return self._limited(key, why)
+        return self._limited(key, why, group)
 
-    def _limited(self, key: ObjectKey, why: str) -> PoolVerdict:
+    def _limited(self, key: ObjectKey, why: str, group: set[ObjectKey]) -> PoolVerdict:
         evidence: dict[str, Any] = {"autoscaler": why}
         options, added = self.raised(domains=False)
-        option = options.get(key)
+        option = _option_of(options, key, group)
         if option is not None:
             pool = self.state.node_pools[option.pool.metadata.name]
             name = pool.metadata.name
@@ -136,29 +139,35 @@ class PoolAdvisor:
             need = self._size(pool) + added[name]
             fixed = pool.metadata.annotations.get(MAX_NODES_REASON)
             if fixed:
-                # A size no setting changes (one multi-host TPU slice): another pool is the fix.
+                # A size no setting changes (one multi-host TPU slice): another pool is the fix,
+                # and a slice comes whole: as many hosts as one has, per slice needed.
+                extra = need - self._size(pool)
+                hosts = int(pool.metadata.annotations.get(SLICE_NODES, "1"))
+                extra = -(-extra // hosts) * hosts
                 return PoolVerdict(
                     LIMITED,
                     f"Pool {name} could host it but holds at most {pool.spec.max_nodes} nodes: "
-                    f"{fixed}; add a node pool of its kind for it.",
+                    f"{fixed}; add a node pool of its kind for it ({extra} node(s)).",
                     evidence,
-                    {
-                        "action": "add a node pool like it",
-                        "pool": name,
-                        "add": need - self._size(pool),
-                    },
+                    {"action": "add a node pool like it", "pool": name, "add": extra},
                 )
+            fix: dict[str, Any] = {
+                "action": "raise the pool's maxNodes",
+                "pool": name,
+                "maxNodes": need,
+                "add": need - pool.spec.max_nodes,
+            }
+            # A pool derived from a node group: its maximum is written where that group is.
+            where = raise_to(self.state, pool, need)
+            words = f"raise maxNodes to {need}" if where is None else where[0]
+            if where is not None:
+                fix = {**fix, "action": "raise the node group's maximum", **where[1]}
             return PoolVerdict(
                 LIMITED,
                 f"Pool {name} could host it but stops at maxNodes {pool.spec.max_nodes}; "
-                f"raise maxNodes to {need} so the autoscaler can add a node for it.",
+                f"{words} so the autoscaler can add a node for it.",
                 evidence,
-                {
-                    "action": "raise the pool's maxNodes",
-                    "pool": name,
-                    "maxNodes": need,
-                    "add": need - pool.spec.max_nodes,
-                },
+                fix,
             )
         options, added = self.raised(domains=True)
         option = options.get(key)
@@ -166,7 +175,7 @@ class PoolAdvisor:
             name = option.pool.metadata.name
             pool = self.state.node_pools[name]
             topo = pool.spec.topology[0]
-            fix: dict[str, Any] = {
+            fix = {
                 "action": "raise the pool's nodesPerDomain",
                 "pool": name,
                 "add": len(option.nodes),
@@ -271,6 +280,17 @@ def _why_not(reason: dict[str, Any], node: str) -> str:
 
 def _by_pod(plan: Plan) -> dict[ObjectKey, Option]:
     return {key: option for option in plan.scale_up for key in option.pods}
+
+
+def _option_of(
+    options: dict[ObjectKey, Option], key: ObjectKey, group: set[ObjectKey]
+) -> Option | None:
+    """The option that serves the pod, else one that serves its gang (`group`): a gang whose
+    other members go to existing nodes waits for the nodes added for the rest."""
+    option = options.get(key)
+    if option is None:
+        option = next((options[k] for k in sorted(group) if k in options), None)
+    return option
 
 
 def _waiting(option: Option, group: set[ObjectKey]) -> PoolVerdict:

@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import msgspec
 
@@ -259,6 +260,17 @@ def _from_capi(
         claimed.update(n.metadata.name for n in members)
 
 
+def _summed(members: list[Node], resource: str) -> Fraction:
+    """The capacity of `resource` the nodes have together, as Karpenter sums it for limits."""
+    return sum(
+        (
+            (n.status.capacity or n.status.allocatable).get(resource, Quantity(0)).as_fraction()
+            for n in members
+        ),
+        Fraction(0),
+    )
+
+
 def _room(limits: Mapping[str, Quantity], like: Node, members: list[Node]) -> int | None:
     """How many more nodes like `like` fit under Karpenter's limits, which cap the summed
     capacity of the pool's nodes (`members`); None when no limit applies to such a node."""
@@ -268,16 +280,57 @@ def _room(limits: Mapping[str, Quantity], like: Node, members: list[Node]) -> in
         each = per_node.get(resource)
         if each is None or each.sign() <= 0:
             continue  # a node without this resource does not count toward it
-        used = sum(
-            (
-                (n.status.capacity or n.status.allocatable).get(resource, Quantity(0)).as_fraction()
-                for n in members
-            ),
-            Fraction(0),
-        )
+        used = _summed(members, resource)
         fits = max(0, int((limit.as_fraction() - used) // each.as_fraction()))
         room = fits if room is None else min(room, fits)
     return room
+
+
+def _amount(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{math.ceil(x * 1000)}m"
+
+
+def raise_to(state: ClusterState, pool: NodePool, need: int) -> tuple[str, dict[str, Any]] | None:
+    """For a pool derived from a node group, where its maximum is written and what it must
+    become for `need` nodes: the words of the fix, and its fields. None for a NodePool given
+    as such (its own maxNodes is the setting)."""
+    where = pool.metadata.annotations.get(DERIVED_FROM, "")
+    if where.startswith(("MachineDeployment ", "MachinePool ")):
+        # CA's clusterapi provider reads the group's max from this annotation.
+        return (
+            f"raise the {clusterapi.MAX_SIZE} annotation of {where} to {need}",
+            {"object": where, "annotation": clusterapi.MAX_SIZE, "value": str(need)},
+        )
+    if where.startswith("Karpenter NodePool "):
+        name = where.removeprefix("Karpenter NodePool ")
+        kp = next(
+            o for o in state.others if isinstance(o, KarpenterNodePool) and o.metadata.name == name
+        )
+        members = [
+            n
+            for _, n in sorted(state.nodes.items())
+            if n.metadata.labels.get(NODEPOOL_LABEL) == name
+        ]
+        rep = members[0] if members else _donor(state, kp)
+        if rep is None:
+            return None
+        per_node = rep.status.capacity or rep.status.allocatable
+        limits: dict[str, str] = {}
+        for resource, limit in sorted(kp.spec.limits.items()):
+            each = per_node.get(resource)
+            if each is None or each.sign() <= 0:
+                continue
+            wanted = _summed(members, resource) + (need - len(members)) * each.as_fraction()
+            limits[resource] = _amount(max(limit.as_fraction(), wanted))
+        shown = ", ".join(f"{k}: {v}" for k, v in limits.items())
+        return f"raise spec.limits of {where} to {shown}", {"object": where, "limits": limits}
+    if where.startswith("label "):
+        return (
+            f"raise the maximum size of its node group ({where}; the input does not show it, "
+            f"draplan took {pool.spec.max_nodes}) to {need}",
+            {"object": where, "value": str(need)},
+        )
+    return None
 
 
 def _donor(state: ClusterState, kp: KarpenterNodePool) -> Node | None:

@@ -19,7 +19,8 @@ class Pools:
     def classify(self, audit: Audit, case: Case) -> Diagnosis | None:
         if audit.pools is None:
             return None
-        verdict = audit.pools.verdict(case.key, case.pod, case.shape)
+        group = set(case.gang.members) if case.gang is not None else {case.key}
+        verdict = audit.pools.verdict(case.key, case.pod, case.shape, group)
         if verdict is None:
             return None
         evidence = {**case.view.evidence(), **verdict.evidence}

@@ -5,6 +5,8 @@ partial gang really holds (device-plugin TPUs here) while gang-atomic places non
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +315,43 @@ def test_partial_gangs_are_counted_where_a_policy_places_them(
     else:
         # Two members on the two free hosts for the whole hour: 2 x 4 chips x 1 h.
         assert totals["partialGangGpuHours"] == 8.0
+
+
+def test_a_pending_reason_counts_the_nodes_that_exist_then(run_cli: Any) -> None:
+    """A job still pending names kube-scheduler's reason at the moment it was last tried: its
+    "0/N nodes" are the nodes alive then (the cluster's and those the simulation added and
+    had joined), and the words say when and how many were added."""
+    data = Path(__file__).parent / "data" / "multivendor"
+    result = run_cli(
+        "simulate",
+        "-f",
+        str(data / "cluster.yaml"),
+        "-f",
+        str(data / "scenario.yaml"),
+        "--policies",
+        "legacy",
+        "-o",
+        "json",
+    )
+    assert result.code == 0, result.err
+    [legacy] = json.loads(result.out)["results"]
+    reasons = [j["pendingReason"] for j in legacy["jobs"] if j.get("pendingReason")]
+    with open(data / "cluster.yaml") as f:
+        items = yaml.load(f, Loader=yaml.CSafeLoader)["items"]
+    dumped = {o["metadata"]["name"] for o in items if o["kind"] == "Node"}
+    assert reasons
+    for reason in reasons:
+        found = re.search(
+            r" at (\d+)s \((\d+) of its (\d+) nodes added by the simulation\): ", reason
+        )
+        assert found, reason
+        at, added, total = (int(x) for x in found.groups())
+        alive = [
+            n
+            for n in legacy["nodes"]
+            if n["added"] <= at and (n["removed"] is None or n["removed"] > at)
+        ]
+        initial = [n for n in alive if n["node"] in dumped]
+        assert total == len(alive), reason
+        assert added == len(alive) - len(initial), reason
+        assert f"): 0/{total} nodes are available" in reason

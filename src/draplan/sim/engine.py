@@ -111,6 +111,7 @@ class Simulation:
         self.finished: set[str] = set()
         # For jobs not started: a pod of theirs the scheduler left pending, and its reason.
         self.pending_reason: dict[str, str] = {}
+        self.initial = frozenset(self.state.nodes.keys())
         # At most ~1000 samples per series over a given horizon, however long.
         sample_every = max(config.sample_every, (config.horizon or 0.0) / 1000)
         self.rec = Recorder(self.state, StrandedMeter(self.state, jobs), sample_every)
@@ -224,7 +225,7 @@ class Simulation:
             if not r.node:
                 job_name = self.job_of.get(r.key)
                 if job_name is not None and r.reason is not None:
-                    self.pending_reason[job_name] = f"{r.key[0]}/{r.key[1]}: {r.reason.message}"
+                    self.pending_reason[job_name] = self._reason(r.key, r.reason.message)
                 continue
             self.rec.pod_bound(r.key, r.node, self.now)
             name = self.job_of.get(r.key)
@@ -237,6 +238,13 @@ class Simulation:
                 self.rec.job_started(job, self.now)
                 if job.deletion is None:
                     self._push(self.now + job.duration, FINISH, name)
+
+    def _reason(self, key: tuple[str, str], message: str) -> str:
+        """kube-scheduler's message counts the nodes that exist at that moment, the ones the
+        simulation added among them (not those still provisioning): say when, and how many."""
+        added = sum(1 for name in self.state.nodes if name not in self.initial)
+        nodes = f"{added} of its {len(self.state.nodes)} nodes added by the simulation"
+        return f"{key[0]}/{key[1]} at {self.now:g}s ({nodes}): {message}"
 
     def _pending(self) -> list[Pod]:
         return [p for p in self.state.pods.values() if is_waiting(p)]

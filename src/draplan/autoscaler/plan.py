@@ -536,7 +536,8 @@ class Autoscaler:
         # Every pod is judged on the same state (each in a fork reverted), so pods of one
         # shape get one answer.
         by_shape: dict[tuple[bytes, bool], PodResult] = {}
-        with state.forked():
+        # PostFilter too (preemption's words end the message, as kube-scheduler's do).
+        with state.forked(), self.scheduler.post_filtering():
             for name in sorted(new_nodes):
                 state.remove_node(name)
             for pod in pending:

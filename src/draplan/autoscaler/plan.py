@@ -42,9 +42,10 @@ from draplan.autoscaler.scaleup import (
     ScaleUpPlanner,
     expendable,
     pending_pods,
+    pool_limit,
     scaled_for,
 )
-from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
@@ -577,6 +578,13 @@ def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: st
     helping = [p.metadata.name for p in planner.pools if planner.helpable(state, p, [pod])]
     if not helping:
         return "no NodePool can fit this pod on a new node"
+    if not why:
+        # A pool the plan itself filled up (its new nodes count): that limit is the reason.
+        why = "; ".join(
+            f"pool {p.metadata.name}: {pool_limit(p)}"
+            for p in planner.pools
+            if p.metadata.name in helping and len(pool_members(state, p)) >= p.spec.max_nodes
+        )
     return (
         f"pools that could host it alone: {', '.join(helping)}; not added (limits, "
         f"gang or topology constraints){': ' + why if why else ''}"

@@ -1,11 +1,13 @@
-"""An independent checker of kube-scheduler's InterPodAffinity, PodTopologySpread and NodePorts
-filters (and, for pods without claims, of the node-local filters), written from the rules as
+"""An independent checker of kube-scheduler's default filters (NodeUnschedulable,
+TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity
+and, through dra_rules, DynamicResources) and of DefaultPreemption, written from the rules as
 upstream states them and sharing no code with draplan: it reads the manifests as plain dicts.
 
-`Cluster(docs)` holds the nodes and the pods running; `violations(pod, node)` lists the rules a
-placement breaks against the pods placed so far; `place(pod, node)` adds it. A property test
-replays the scheduler's placements in the order it made them and checks each one.
-"""
+`Cluster(docs)` holds the nodes and the pods running; `violations(pod, node)` lists what the
+three inter-pod filters have against a placement, `failures(pod, node)` what every filter has
+(with the pods nominated to the node); `candidates(pod)` the nodes and victims preemption could
+choose, `rank` pickOneNodeForPreemption's order; `place` and `preempt` replay an answer. The
+property tests replay the scheduler's answers in the order it gave them and check each one."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from draplan.scheduler import PodResult, Scheduler, build_profile
 from placement_rules import Cluster
 from rules_clusters import cluster
 
-EXAMPLES = 40
+EXAMPLES = 80
 
 
 def _results(r: PodResult) -> list[tuple[str, tuple[str, str, str]]]:

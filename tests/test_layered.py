@@ -6,6 +6,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from draplan.cluster.layered import LayeredDict, VersionedDict
 
@@ -77,3 +79,40 @@ def test_an_unpickled_versioned_dict_takes_new_versions() -> None:
     assert copy.version > d.version  # issued after every version of this process so far
     copy.revert()
     assert dict(copy.items()) == {"a": 1}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["set", "del", "fork", "revert", "commit", "len"]),
+            st.sampled_from("abcd"),
+        ),
+        max_size=40,
+    )
+)
+def test_length_and_truth_follow_every_operation(ops: list[tuple[str, str]]) -> None:
+    """len() and truth (counted once per layer, then kept) against copies of a plain dict."""
+    d: LayeredDict[str, int] = LayeredDict({"a": 0})
+    copies: list[dict[str, int]] = [{"a": 0}]
+    for i, (op, key) in enumerate(ops):
+        if op == "set":
+            d[key] = i
+            copies[-1][key] = i
+        elif op == "del" and key in copies[-1]:
+            del d[key]
+            del copies[-1][key]
+        elif op == "fork":
+            d.fork()
+            copies.append(dict(copies[-1]))
+        elif op == "revert" and len(copies) > 1:
+            d.revert()
+            copies.pop()
+        elif op == "commit" and len(copies) > 1:
+            d.commit()
+            top = copies.pop()
+            copies[-1] = top
+        assert len(d) == len(copies[-1]) and bool(d) == bool(copies[-1])
+        assert dict(d.items()) == copies[-1]
+    copy = pickle.loads(pickle.dumps(d))
+    assert len(copy) == len(copies[-1])

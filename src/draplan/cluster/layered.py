@@ -17,10 +17,13 @@ _DELETED: object = object()
 class LayeredDict(Generic[K, V]):
     """Mapping whose writes go to the top layer; lower layers are never modified until commit."""
 
-    __slots__ = ("_layers",)
+    __slots__ = ("_layers", "_lens")
 
     def __init__(self, base: dict[K, V] | None = None) -> None:
         self._layers: list[dict[K, object]] = [dict(base) if base else {}]
+        # Per layer, the length of the content it shows, None until counted since its last
+        # write: a fork's length is counted once, not on every `len()` or truth test.
+        self._lens: list[int | None] = [None]
 
     def get(self, key: K, default: V | None = None) -> V | None:
         if len(self._layers) == 1:  # the common case: no fork open, no tombstones
@@ -50,10 +53,12 @@ class LayeredDict(Generic[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         self._layers[-1][key] = value
+        self._lens[-1] = None
 
     def __delitem__(self, key: K) -> None:
         if key not in self:
             raise KeyError(key)
+        self._lens[-1] = None
         if len(self._layers) == 1:
             del self._layers[0][key]
         else:
@@ -86,7 +91,15 @@ class LayeredDict(Generic[K, V]):
         return (v for _, v in self.items())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.items())
+        if len(self._layers) == 1:
+            return len(self._layers[0])
+        size = self._lens[-1]
+        if size is None:
+            size = self._lens[-1] = sum(1 for _ in self.items())
+        return size
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
     def top_keys(self) -> list[K]:
         """Keys written (or deleted) in the top layer since the last fork."""
@@ -98,16 +111,20 @@ class LayeredDict(Generic[K, V]):
 
     def fork(self) -> None:
         self._layers.append({})
+        self._lens.append(self._lens[-1])
 
     def revert(self) -> None:
         if len(self._layers) == 1:
             raise RuntimeError("revert without fork")
         self._layers.pop()
+        self._lens.pop()
 
     def commit(self) -> None:
         if len(self._layers) == 1:
             raise RuntimeError("commit without fork")
         top = self._layers.pop()
+        size = self._lens.pop()
+        self._lens[-1] = size
         below = self._layers[-1]
         bottom = len(self._layers) == 1
         for key, value in top.items():
@@ -161,4 +178,5 @@ class VersionedDict(LayeredDict[K, V]):
         # layers take new ones.
         layers = state[1]["_layers"]
         self._layers = layers  # type: ignore[assignment]
+        self._lens = [None for _ in self._layers]
         self._versions = [next(_WRITES) for _ in self._layers]

@@ -83,7 +83,8 @@ class ExistingFit:
         changed = self._changed(state, scheduler, queue, versions)
         this = _Run(queue, versions)
         if changed is None:
-            scheduler.run(state, gangs=gangs)  # found on this state a moment ago
+            # Only the placements count here (Cluster Autoscaler's filter_out_schedulable).
+            scheduler.run(state, gangs=gangs, placements_only=True)  # gangs found just now
         else:
             self._replay(state, scheduler, changed)
         for q in queue:

@@ -125,6 +125,9 @@ class Scheduler:
         self.lanes: dict[str, Scheduler] = {self.profile.name: self}
         for other in self.profile.siblings:
             self.lanes[other.name] = Scheduler(other, gangs, explain, post_filter)
+        # During a `run(placements_only=True)`: the shapes found to fit nowhere, and the gangs.
+        self._hopeless: set[bytes] | None = None
+        self._gang_members: Mapping[ObjectKey, Gang] = {}
 
     def lane(self, pod: Pod) -> Scheduler | None:
         """The scheduler (profile) of the pod's spec.schedulerName; None when no profile
@@ -244,6 +247,30 @@ class Scheduler:
             # UnschedulableAndUnresolvable, no PostFilter.
             return PodResult(key_of(pod), pod, reason=FitReason(NO_NODES_AVAILABLE))
         info, cycle, status = self._pre_filter(state, pod)
+        hopeless = self._hopeless
+        if hopeless is None or candidates is not None or pod.status.nominated_node_name:
+            # A pod nominated to a node may fit there on room held for it alone.
+            return self._attempt(state, pod, candidates, info, cycle, status)
+        if info.shape in hopeless:
+            return PodResult(info.key, pod)
+        result = self._attempt(state, pod, None, info, cycle, status)
+        if result.victims:
+            hopeless.clear()  # evictions free room the shapes given up on may take
+        elif result.monotone and not (
+            result.node or result.nominated or info.key in self._gang_members
+        ):
+            hopeless.add(info.shape)
+        return result
+
+    def _attempt(
+        self,
+        state: ClusterState,
+        pod: Pod,
+        candidates: list[str] | None,
+        info: PodInfo,
+        cycle: CycleState,
+        status: Status,
+    ) -> PodResult:
         if not status.ok:
             count = len(candidates) if candidates is not None else len(state.nodes)
             code = "Error" if status.code == Code.ERROR else "PreFilter"
@@ -325,13 +352,12 @@ class Scheduler:
             )
         found = None
         if self.post_filters:
-            names = candidates if candidates is not None else list(ev.evals)
             statuses: Mapping[str, Status]
-            statuses = NodeStatuses(evaluator, state, cycle, info, ev, names, chosen.failed)
-            if absent is not None and not offered:
+            statuses = NodeStatuses(evaluator, state, cycle, info, ev, candidates, chosen.failed)
+            if absent is not None and not offered and candidates is not None:
                 # findNodesThatFitPod: the nodes a PreFilterResult leaves out are in the
                 # diagnosis as UnschedulableAndUnresolvable, so preemption counts them too.
-                statuses = _Narrowed(statuses, set(names), state, absent)
+                statuses = _Narrowed(statuses, set(candidates), state, absent)
             reason, found = self._post_filter(
                 state, cycle, info, reason, candidates if offered else None, statuses
             )
@@ -621,14 +647,36 @@ class Scheduler:
         state: ClusterState,
         only: set[ObjectKey] | None = None,
         gangs: dict[ObjectKey, Gang] | None = None,
+        placements_only: bool = False,
     ) -> list[PodResult]:
         """Schedule every pending pod (or those in `only`) in queue order; gangs as units
         (`gangs`: find_gangs of the state, if the caller has it). Gated pods never enter the
-        queue: they get no result."""
+        queue: they get no result.
+
+        `placements_only`, for callers that only need to know who gets placed: within a run,
+        placing pods only takes capacity (a preemption's evictions aside, after which every
+        shape is tried again), so a pod shape that fit no node (its failure read no other
+        node's pods) fits none for the rest of the run, and later pods of that shape, of no
+        higher priority in the queue's order, get an empty result without a cycle (as
+        kube-scheduler parks them in its unschedulable queue). That spares building the "0/N
+        nodes are available" text over every node for each of them. Gang members never mark
+        a shape (they are tried in forks that are rolled back), and a pod nominated to a node
+        is always tried (room is held there for it)."""
         if not self.gangs:
             gangs = {}
         elif gangs is None:
             gangs = find_gangs(state)
+        if placements_only:
+            self._hopeless, self._gang_members = set(), gangs
+            try:
+                return self._run(state, only, gangs)
+            finally:
+                self._hopeless, self._gang_members = None, {}
+        return self._run(state, only, gangs)
+
+    def _run(
+        self, state: ClusterState, only: set[ObjectKey] | None, gangs: dict[ObjectKey, Gang]
+    ) -> list[PodResult]:
         # The queue order is total (priority, creation, namespace, name): the waiting pods of
         # `only` are in it as the queue holds them.
         pending = waiting_in_queue_order(state)

@@ -1084,12 +1084,15 @@ class NodeStatuses(Mapping[str, Status]):
         cycle: CycleState,
         pod: PodInfo,
         ev: ShapeEvaluations,
-        names: Sequence[str],
+        names: Sequence[str] | None,
         failed: Mapping[str, Status],
     ) -> None:
+        """`names`: the nodes to report, those evaluated among them; None: every node
+        evaluated."""
         self._evaluator, self._state, self._cycle, self._pod = evaluator, state, cycle, pod
         self._ev = ev
-        self._names = [n for n in names if n in ev.evals]
+        evals = ev.evals
+        self._names = list(evals) if names is None else [n for n in names if n in evals]
         self._known = dict(failed)
         self._active = evaluator.cluster_active(cycle)
         self._held = nominees(state)

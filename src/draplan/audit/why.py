@@ -25,7 +25,7 @@ with the same content before. Only what changed since is looked at again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from draplan.api.core_v1 import Pod
@@ -42,11 +42,10 @@ from draplan.audit.reach import Reacher
 from draplan.audit.supply import DeviceMatcher
 from draplan.audit.view import Looker, ShapeView
 from draplan.autoscaler.moves import Mover, label
-from draplan.cluster.podresources import is_terminal, pod_requests
+from draplan.cluster.podresources import extended_devices, is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.extended import class_mapping
 from draplan.scheduler.gangs import find_gangs
 from draplan.scheduler.queue import priority_table, sort_key
 
@@ -76,12 +75,11 @@ CATEGORIES = (
 Shared = tuple[str, bytes, tuple[str, ...] | None]
 
 
-def _requested_devices(
-    pod: Pod, claims: list[ResourceClaim], matcher: DeviceMatcher, served: Collection[str]
-) -> int:
+def _requested_devices(pod: Pod, claims: list[ResourceClaim], matcher: DeviceMatcher) -> int:
     """The devices the pod asks for: each request's count (`allocationMode: All`: as many as
-    one pool has that it selects), and the extended resources a DeviceClass serves
-    (KEP-5004: kube-scheduler allocates them as devices of a claim of their own)."""
+    one pool has that it selects), and a device per unit of its extended resources, whether a
+    device plugin serves them or a DeviceClass (KEP-5004), so a pod counts the same before and
+    after it moves from one to the other (README, DEVICES)."""
     n = 0
     for claim in claims:
         for req in claim.spec.devices.requests:
@@ -89,8 +87,7 @@ def _requested_devices(
             if spec is None:
                 continue
             n += matcher.most_on_one_pool(req) if spec.allocation_mode == "All" else spec.count or 1
-    requests = pod_requests(pod)
-    return n + sum(requests.get(name, 0) // 1000 for name in served)
+    return n + extended_devices(pod)
 
 
 class Auditor:
@@ -107,10 +104,6 @@ class Auditor:
         self.scheduler = placer or Placer(self.profile)
         self.gangs = find_gangs(state)
         self.matcher = DeviceMatcher(state, self.scheduler.matches)
-        # Extended resources a DeviceClass serves (KEP-5004), counted as devices.
-        self.served = (
-            set(class_mapping(state)) if "DRAExtendedResource" in state.features else set()
-        )
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)
         self.reacher = Reacher(state, self.profile, self.scheduler.reaches)
@@ -186,7 +179,7 @@ class Auditor:
             key,
             pod,
             claims,
-            _requested_devices(pod, claims, self.matcher, self.served),
+            _requested_devices(pod, claims, self.matcher),
             self.gangs.get(key),
             missing,
         )

@@ -13,6 +13,7 @@ from draplan.api.meta import ObjectMeta
 from draplan.cli.common import filename_option, load_state, output_option, shown_pods
 from draplan.cli.output import emit_json, emit_table, emit_yaml
 from draplan.cli.profiles import chosen_profile, profile_option
+from draplan.cluster.podresources import extended_devices, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, Scheduler, gated_pods
 from draplan.scheduler.profile import draplan_profile
@@ -62,6 +63,16 @@ def _devices(r: PodResult) -> list[str]:
         if c.status.allocation
         for d in c.status.allocation.devices.results
     ]
+
+
+def _plugin_devices(state: ClusterState, r: PodResult) -> int:
+    """The device-plugin devices a placed pod holds: its extended resources that its node's
+    allocatable has (kube-scheduler counts those against the node, not through DRA)."""
+    node = state.nodes.get(r.node) if r.node else None
+    pod = state.pods.get(r.key)
+    if node is None or pod is None:
+        return 0
+    return extended_devices(pod, node_allocatable(node))
 
 
 def _answer(r: PodResult) -> tuple[str | None, list[str]]:
@@ -206,6 +217,7 @@ def schedule(
         rows = []
         for r in results:
             devices = _devices(r)
+            held = len(devices) + _plugin_devices(state, r)
             reason = r.reason.message if r.reason else ""
             if r.nominated:
                 evicted = ", ".join(f"{v.metadata.namespace}/{v.metadata.name}" for v in r.victims)
@@ -217,7 +229,7 @@ def schedule(
                 # waits (Unschedulable) for its nominated node.
                 "Scheduled" if r.node else "Nominated" if r.nominated else "Unschedulable",
                 r.node or "<none>",
-                len(devices),
+                held,
                 reason,
             ]
             extra = [r.nominated or "<none>", ",".join(devices) or "<none>"]

@@ -102,6 +102,25 @@ def pod_requests(pod: Pod, features: FeatureGates = DEFAULT_FEATURES) -> Resourc
     return total
 
 
+def is_extended(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: a domain-qualified name outside kubernetes.io."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def extended_devices(pod: Pod, served_by: Mapping[str, int] | None = None) -> int:
+    """The devices the pod's extended resources ask for: one per unit, as a device plugin
+    advertises one unit per device and KEP-5004 allocates one DRA device per unit. With
+    `served_by` (a node's allocatable), only the resources that node's device plugins serve."""
+    return sum(
+        milli // 1000
+        for name, milli in pod_requests(pod).items()
+        if is_extended(name) and (served_by is None or served_by.get(name, 0) > 0)
+    )
+
+
 def nonzero_requests(
     pod: Pod, features: FeatureGates = DEFAULT_FEATURES, *, placed: bool = False
 ) -> Resources:

@@ -53,6 +53,7 @@ from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.devices import Pool
 from draplan.cluster.state import ClusterState, ObjectKey, SharedUse, key_of
+from draplan.scheduler.extended import needs_dra
 from draplan.scheduler.framework import (
     Code,
     CycleState,
@@ -491,6 +492,15 @@ class Evaluator:
         kept.append((version, ids, usage))
         return ids, usage
 
+    def _dra_devices(self, cycle: CycleState, node: Node, devices: int) -> int:
+        """What DynamicResources' answer reads of the node: its devices and, for a pod asking
+        extended resources a DeviceClass serves (KEP-5004), which of them the node's device
+        plugins serve instead (those stay out of the claim it allocates there)."""
+        served = getattr(cycle.data.get(names.DYNAMIC_RESOURCES), "served", ())
+        if not served:
+            return devices
+        return self._intern((devices, tuple(sorted(r for r in served if not needs_dra(node, r)))))
+
     def signature(
         self, state: ClusterState, node: Node, version: tuple[int, int] | None = None
     ) -> tuple[int, int, int]:
@@ -548,12 +558,13 @@ class Evaluator:
         if failed is not None:
             result = NodeEval(version, failed)
         elif self._dra_shared:
-            shared = self._dra.get((ev.claims, devices)) if not exact and ev.claimed else None
+            key = (ev.claims, self._dra_devices(cycle, node, devices))
+            shared = self._dra.get(key) if not exact and ev.claimed else None
             if shared is not None and _final(shared[0]):
                 return NodeEval(
                     version, shared[0], origin=shared[1], pod=pod.key, usage=usage, exact=False
                 )
-            dra = (self._dra, (ev.claims, devices))
+            dra = (self._dra, key)
             result = _evaluate(self.profile, state, cycle, pod, node, self._prefix, dra, version)
         else:
             result = _evaluate(self.profile, state, cycle, pod, node, self._prefix, None, version)

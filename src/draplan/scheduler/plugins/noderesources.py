@@ -21,6 +21,7 @@ from draplan.cluster.podresources import (
     NONZERO_MEMORY,
     PODS,
     Resources,
+    is_extended,
     node_allocatable,
 )
 from draplan.cluster.state import ClusterState
@@ -108,14 +109,6 @@ def insufficient(
 
 def _reason(item: InsufficientResource) -> str:
     return "Too many pods" if item.resource == PODS else f"Insufficient {item.resource}"
-
-
-def is_extended(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: a domain-qualified name outside kubernetes.io."""
-    if "/" not in name or name.startswith("requests."):
-        return False
-    domain = name.split("/", 1)[0]
-    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
 class NodeResourcesFit:

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from draplan.api.codec import to_builtins
-from draplan.api.core_v1 import Pod, PodResourceClaimStatus, Toleration
+from draplan.api.core_v1 import Pod, PodResourceClaimStatus, Toleration, TopologySpreadConstraint
 from draplan.api.draplan_v1alpha1 import NodePool, NodePoolSpec
 from draplan.api.meta import ObjectMeta
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, DeviceClaim, DeviceToleration
@@ -40,6 +40,9 @@ class Fix:
     uncordon: tuple[str, ...] = ()
     drop_constraints: tuple[str, ...] = ()  # attributes whose claim constraints go
     device_tolerations: tuple[DeviceToleration, ...] = ()
+    # Topology spread policies set to Honor on every constraint of the pod ("nodeTaintsPolicy",
+    # "nodeAffinityPolicy"): the nodes the pod cannot go to stop counting as domains.
+    honor: tuple[str, ...] = ()
     add: int = 0
     like: str = ""  # new nodes are empty copies of this node
     pool: str = ""  # ... or nodes of this NodePool
@@ -60,6 +63,8 @@ class Fix:
             out["dropConstraints"] = list(self.drop_constraints)
         if self.device_tolerations:
             out["deviceTolerations"] = [to_builtins(t) for t in self.device_tolerations]
+        if self.honor:
+            out["topologySpreadConstraints"] = {policy: "Honor" for policy in self.honor}
         if self.pool:
             out["pool"] = self.pool
         if self.add:
@@ -80,10 +85,26 @@ def changed_pod(state: ClusterState, pod: Pod, fix: Fix) -> Pod:
     spec = pod.spec
     if fix.tolerations:
         spec = msgspec.structs.replace(spec, tolerations=(*spec.tolerations, *fix.tolerations))
+    if fix.honor:
+        spec = msgspec.structs.replace(
+            spec, topology_spread_constraints=honored(spec.topology_spread_constraints, fix.honor)
+        )
     pod = msgspec.structs.replace(pod, spec=spec)
     if fix.drop_constraints or fix.device_tolerations:
         pod = _with_changed_claims(state, pod, fix)
     return pod
+
+
+def honored(
+    constraints: tuple[TopologySpreadConstraint, ...], policies: tuple[str, ...]
+) -> tuple[TopologySpreadConstraint, ...]:
+    """The constraints with `policies` (their JSON names) set to Honor."""
+    fields = {
+        "nodeTaintsPolicy": "node_taints_policy",
+        "nodeAffinityPolicy": "node_affinity_policy",
+    }
+    changes = {fields[p]: "Honor" for p in policies}
+    return tuple(msgspec.structs.replace(c, **changes) for c in constraints)
 
 
 def _changed_devices(devices: DeviceClaim, fix: Fix) -> DeviceClaim:

@@ -47,6 +47,7 @@ from draplan.audit.classifiers.preempting import Preempting
 from draplan.audit.classifiers.prefiltered import Prefiltered
 from draplan.audit.classifiers.scaleup import ScaleUp
 from draplan.audit.classifiers.shaped import Shaped
+from draplan.audit.classifiers.spreadpolicy import SpreadPolicy
 from draplan.audit.classifiers.tainted import Tainted
 from draplan.audit.classifiers.timeout import TimedOut
 from draplan.audit.classifiers.unclaimed import Unclaimed
@@ -64,6 +65,7 @@ PLACEMENT: tuple[Classifier, ...] = (
     Placed(),  # Schedulable
     Preempting(),  # Schedulable: by evicting pods of lower priority
     ScaleUp(),  # WaitingForScaleUp: the autoscaler adds nodes for it
+    SpreadPolicy(),  # TopologySpread: domains only an Ignore node inclusion policy counts
     Excluded(),  # NodeConstraints: taints or cordons keep it off nodes with room
     Tainted(),  # DeviceTaints: only tainted devices would fit it
     PodRules(),  # PodAffinity, TopologySpread, HostPortConflict: rules about other pods

@@ -700,3 +700,23 @@ def test_a_pod_pinned_by_metadata_name_preempts_on_its_node() -> None:
         + NO_CLAIMS
         + "not eligible due to preemptionPolicy=Never."
     )
+
+
+def test_why_names_the_victims_when_nothing_else_takes_their_room(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """With the victim gone the node fits the pod, yet it is nominated, not bound: `why` says
+    who it preempts rather than "it fits now"."""
+    from draplan.api.codec import encode
+
+    objs = [
+        gaudi_node("gaudi-0"),
+        running("low", "gaudi-0", 8, 10, "2026-10-01T10:00:00Z"),
+        MakePod().name("train").req(cpu="8", **{GAUDI: 4}).priority(1000).obj(),
+    ]
+    path = tmp_path / "gaudi.yaml"
+    path.write_text(yaml.safe_dump_all([encode(o) for o in objs]))
+    (train,) = run_cli("why", "-f", str(path), "-o", "json").json()["pods"]
+    assert train["category"] == "Schedulable"
+    assert train["message"].startswith("It would preempt 1 pod(s) on gaudi-0 (priority 10 < 1000)")
+    assert train["evidence"]["nominatedNode"] == "gaudi-0"

@@ -1,5 +1,5 @@
-"""Schedulable: the pass placed the pod, or (outside a gang) a node fits it now; it only
-waits for the scheduler."""
+"""Schedulable: the pass placed the pod, or (outside a gang, not nominated by preemption) a
+node fits it now; it only waits for the scheduler."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class Placed:
         node = audit.placed.get(case.key)
         evidence: dict[str, Any] = {}
         if node is None:
-            if case.gang is not None or not case.view.fits:
+            # A pod the pass nominated fits only because its victims are gone: Preempting's.
+            if case.gang is not None or case.key in audit.nominated or not case.view.fits:
                 return None
             node, evidence = case.view.fits[0], case.view.evidence()
         return Diagnosis(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -94,12 +95,13 @@ def test_interrupt_at_any_moment(delay: float) -> None:
 
 def test_an_ignored_interrupt_stays_ignored() -> None:
     # nohup and background jobs start a process with SIGINT ignored; so does draplan stay.
+    # The shell ignores SIGINT and exec keeps it ignored. Not preexec_fn: Python code between
+    # fork and exec runs the fork handlers gRPC (imported by earlier tests) installs, which
+    # can abort the child.
+    cluster = shlex.quote(str(REALISTIC / "cluster.yaml"))
+    command = f"trap '' INT; exec {shlex.quote(str(DRAPLAN))} validate -f {cluster} -o json"
     proc = subprocess.Popen(
-        [str(DRAPLAN), "validate", "-f", str(REALISTIC / "cluster.yaml"), "-o", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        ["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)

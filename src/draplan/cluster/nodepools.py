@@ -5,13 +5,15 @@ belongs to the NodePool its `draplan.io/node-pool` label names, else to the Node
 `fromNode` of, else to the NodePool named by its provider's node-group label, else to the
 NodePool named after its Cluster API owner (a MachinePool, or the MachineDeployment whose
 MachineSet `<deployment>-<suffix>` owns its Machine: pools derived from CA's clusterapi node
-groups carry those names). With no NodePool to match, the provider label's value itself names
-the node's pool, so clusters without NodePools still group their nodes as their autoscaler does.
+groups carry those names), else to the one of the MachinePool whose `spec.providerIDList` has
+its `spec.providerID` (as `autoscaler.derived` finds the group's nodes). With no NodePool to
+match, the provider label's value itself names the node's pool, so clusters without NodePools
+still group their nodes as their autoscaler does.
 """
 
 from __future__ import annotations
 
-from draplan.api.clusterapi import OWNER_NAME
+from draplan.api.clusterapi import OWNER_NAME, MachinePool
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import PRICE_LABEL as PRICE_LABEL  # read beside the rule
 from draplan.api.draplan_v1alpha1 import NodePool
@@ -46,6 +48,14 @@ def node_pool(state: ClusterState, node: Node) -> NodePool | None:
     if owner:
         # CAPI names a MachineSet after its MachineDeployment plus a generated suffix.
         return state.node_pools.get(owner) or state.node_pools.get(owner.rpartition("-")[0])
+    provider = node.spec.provider_id
+    if provider:
+        # CA's clusterapi provider finds a MachinePool's nodes by its spec.providerIDList.
+        for res in state.others:
+            if isinstance(res, MachinePool) and provider in res.spec.provider_id_list:
+                name = res.metadata.name
+                pools = state.node_pools
+                return pools.get(name) or pools.get(f"{name}.{res.metadata.namespace}")
     return None
 
 

@@ -106,9 +106,11 @@ class SpreadPolicy:
                 "refusedNodes": [n.metadata.name for n in freed[:NEAREST]],
             }
         }
-        # One node of each domain the pod may go to, for a new node where they are full.
+        # One node of each domain the pod may go to, for a new node where they are full: one
+        # an empty copy of which holds the pod where there is one.
+        hostable = {s.node for s in case.hosts}
         likes: dict[tuple[str, ...], str] = {}
-        for n in usable:
+        for n in sorted(usable, key=lambda n: n.metadata.name not in hostable):
             likes.setdefault(
                 tuple(n.metadata.labels.get(k, "") for k in sorted(keys)), n.metadata.name
             )

@@ -12,6 +12,7 @@ from typing import Any
 from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ProvisioningRequest
 from draplan.api.codec import to_builtins
 from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, make, move_options
 from draplan.autoscaler.ca import CAOption, ca_options
@@ -515,13 +516,14 @@ class Autoscaler:
         pending = pending_pods(state)
         judged = self._judged(state, pending, new_nodes)
         planner = self.planner(state)  # for what the pools could do, one for every pod
+        sizes = _PoolSizes(state)
         out = []
         for pod in pending:
             key = key_of(pod)
             result = judged.get(key)
             reason = result.reason if result is not None else None
             why = _unscaled(state, pod, self.limits) or _pool_reason(
-                state, planner, pod, refused.get(key)
+                state, planner, pod, refused.get(key), sizes
             )
             note = notes.get(key)
             out.append((key, reason, f"{why}; {note}" if why and note else why or note or ""))
@@ -570,9 +572,26 @@ def _unscaled(state: ClusterState, pod: Pod, limits: Limits) -> str:
     return ""
 
 
-def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None) -> str:
+class _PoolSizes(dict[str, int]):
+    """Each pool's existing nodes (`pool_members`), counted when first asked: one walk over
+    the nodes per pool, not per pod."""
+
+    def __init__(self, state: ClusterState) -> None:
+        super().__init__()
+        self._state = state
+
+    def of(self, pool: NodePool) -> int:
+        name = pool.metadata.name
+        if name not in self:
+            self[name] = len(pool_members(self._state, pool))
+        return self[name]
+
+
+def _pool_reason(
+    state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None, sizes: _PoolSizes
+) -> str:
     """What the node pools can or cannot do for a pod that still pends (`why`: what the
-    planner found for its gang)."""
+    planner found for its gang; `sizes`: the pools' existing nodes, the state as it is)."""
     if not state.node_pools:
         return ""
     helping = [p.metadata.name for p in planner.pools if planner.helpable(state, p, [pod])]
@@ -583,7 +602,7 @@ def _pool_reason(state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: st
         why = "; ".join(
             f"pool {p.metadata.name}: {pool_limit(p)}"
             for p in planner.pools
-            if p.metadata.name in helping and len(pool_members(state, p)) >= p.spec.max_nodes
+            if p.metadata.name in helping and sizes.of(p) >= p.spec.max_nodes
         )
     return (
         f"pools that could host it alone: {', '.join(helping)}; not added (limits, "

@@ -229,5 +229,6 @@ def _still_fit(state: ClusterState, scheduler: Scheduler, keys: set[ObjectKey]) 
     if not keys:
         return True
     with state.forked():
-        placed = {r.key for r in scheduler.run(state, only=keys) if r.node is not None}
+        results = scheduler.run(state, only=keys, placements_only=True)
+        placed = {r.key for r in results if r.node is not None}
     return keys <= placed

@@ -182,7 +182,7 @@ def ca_options(
     scheduler = Scheduler(build_profile(), gangs=False)
     out = []
     with state.forked():
-        scheduler.run(state)
+        scheduler.run(state, placements_only=True)
         pending = scaled_for(state, (limits or Limits()).expendable_priority_cutoff)
         if not pending:
             return []
@@ -273,10 +273,11 @@ def ca_outcome(state: ClusterState, now: datetime, limits: Limits | None = None)
     if chosen is not None:
         scheduler = Scheduler(build_profile())
         with state.forked():
-            scheduler.run(state)  # what fits existing nodes runs there first
+            scheduler.run(state, placements_only=True)  # what fits existing nodes first
             namer = NodeNamer(state, chosen.pool)
             for _ in range(chosen.node_count):
                 name, labels = namer.next()
                 add_new_node(state, make_node(state, chosen.pool, name, labels))
-            started = tuple(sorted(r.key for r in scheduler.run(state) if r.node))
+            results = scheduler.run(state, placements_only=True)
+            started = tuple(sorted(r.key for r in results if r.node))
     return CAOutcome(groups, options, chosen, started)

@@ -331,7 +331,7 @@ class Autoscaler:
             new = make_node(state, best.pool, name, labels)
             add_new_node(state, new)
             nodes.append(new)
-        self.scheduler.run(state)
+        self.scheduler.run(state, placements_only=True)
         names = {n.node.metadata.name for n in nodes}
         placed = sorted(k for k, p in state.pods.items() if p.spec.node_name in names)
         intended = {name: list(best.pods) for name in sorted(names)}

@@ -256,11 +256,11 @@ class ScaleUpPlanner:
         if state.nodes:
             if COULD_PREEMPT(state):
                 with self.scheduler.post_filtering():
-                    self.scheduler.run(state)
+                    self.scheduler.run(state, placements_only=True)
             elif self.existing is not None:
                 self.existing.run(state, self.scheduler)
             else:
-                self.scheduler.run(state)
+                self.scheduler.run(state, placements_only=True)
         for _ in range(MAX_ROUNDS):
             pods = scaled_for(state, self.limits.expendable_priority_cutoff)
             if not pods or not self._round(state, pods, plan):
@@ -341,7 +341,8 @@ class ScaleUpPlanner:
             add_new_node(state, new)
         budget.take(best.pool, len(best.nodes))
         wanted = {key_of(p) for p in members}
-        placed = {r.key: r.node for r in self.scheduler.run(state, only=wanted) if r.node}
+        results = self.scheduler.run(state, only=wanted, placements_only=True)
+        placed = {r.key: r.node for r in results if r.node}
         self._record(plan, best, placed)
 
     def _gang_option(
@@ -398,7 +399,7 @@ class ScaleUpPlanner:
                     new = make_node(state, pool, node_name, labels)
                     add_new_node(state, new)
                     nodes.append(new)
-                results = self.scheduler.run(state, only=keys)
+                results = self.scheduler.run(state, only=keys, placements_only=True)
                 placed = {r.key: r.node for r in results if r.node}
                 if placed:  # the scheduler binds a gang only when it is complete
                     used = set(placed.values())

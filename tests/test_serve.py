@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -30,7 +31,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ca_requests import best_options_request
 from conftest import DATA
+from draplan.api.codec import decode
 from draplan.cli.cmd_serve import start_expander
+from draplan.cluster.incremental import IncrementalState
 from draplan.cluster.state import ClusterState
 from draplan.grpcplugin.protos import expander_pb2_grpc
 from draplan.scheduler import build_profile
@@ -43,6 +46,7 @@ from draplan.serve.model import ClusterModel, ModelHealth
 from draplan.serve.static import StaticClusterModel
 from draplan.sources import load_objects
 from planner_faults import FailsInThePlanner
+from watch_support import Churn
 
 REALISTIC = DATA / "realistic"
 
@@ -607,3 +611,21 @@ def test_the_expander_is_unavailable_until_the_first_answers_then_judges() -> No
             assert [o.nodeGroupId for o in answer.options] == ["h100"]
         finally:
             expander.stop(None)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_kept_auditor_breaks_ties_as_a_fresh_one_under_churn(seed: int) -> None:
+    """kube-scheduler's profile breaks ties between equal nodes at random: a kept auditor's
+    schedulers draw per pod, so after every change of a churning cluster of identical GPU
+    nodes (jobs starting, ending, pending, relabelled; nodes relabelled, slices republished)
+    its answers are a fresh auditor's."""
+    churn = Churn(random.Random(seed), nodes=12, gpus=4, fill=0.5)
+    inc = IncrementalState([(decode(o), "") for o in churn.initial])
+    kept = Auditor()
+    for generation in range(1, 16):
+        for op, doc in churn.step() + churn.step():
+            (inc.put if op == "put" else inc.delete)(decode(doc))
+        state = inc.flush()
+        later, fresh = kept.audit(state, generation), Auditor().audit(state, generation)
+        assert later.bodies == fresh.bodies, f"seed {seed}, generation {generation}"
+        assert later.series == fresh.series

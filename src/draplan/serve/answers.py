@@ -182,10 +182,9 @@ class Auditor:
         return True
 
     def _autoscaler_for(self, state: ClusterState) -> Autoscaler:
-        # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
-        # unlike `draplan why` and `draplan scale` on the same objects.
-        fresh = self.profile.ties == "random" or state is not self._state
-        if fresh or self._placer is None or self._autoscaler is None:
+        # Kept under random ties too: each pod's draw is seeded by the pod alone
+        # (`Evaluator._pick`), never by what was scheduled before.
+        if state is not self._state or self._placer is None or self._autoscaler is None:
             self._state = state
             self._placer = Placer(self.profile)
             self._autoscaler = Autoscaler(self.profile, self.limits, self.expanders)

@@ -240,9 +240,7 @@ def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None
             continue
         derived = derive_again(state, derived, settings.prices)
         # Kept while the mirror keeps its state: evaluations are cached per node version.
-        # Random tie-breaks draw from the scheduler's generator: a kept one would break ties
-        # unlike `draplan scale` on the same objects.
-        if kept is None or kept[0] is not state or settings.profile.ties == "random":
+        if kept is None or kept[0] is not state:
             kept = state, Autoscaler(settings.profile, settings.limits, settings.expanders)
         start = time.monotonic()
         try:

@@ -82,7 +82,7 @@ def plan_document(
         )
         doc["notTriggerScaleUp"] = [_not_triggered(b) for b in blocked]
     if ca:
-        outcome = ca_outcome(state, now, autoscaler.limits)
+        outcome = ca_outcome(state, now, autoscaler.limits, autoscaler.ca_scheduler)
         doc["clusterAutoscaler"] = outcome.to_dict()
         # What draplan's plan adds nodes of CA's groups for and no option of CA's ever would:
         # CA's own words, from its groups alone.

@@ -165,6 +165,11 @@ def ca_group(state: ClusterState, pool: NodePool, now: datetime) -> CAGroup:
     return CAGroup(pool, None, "no node and no provider template: CA leaves the group out")
 
 
+def ca_scheduler() -> Scheduler:
+    """The scheduler of CA's simulations: kube-scheduler's default profile, pod by pod."""
+    return Scheduler(build_profile(), gangs=False)
+
+
 def ca_groups(state: ClusterState, now: datetime) -> list[CAGroup]:
     pools = [p for _, p in sorted(state.node_pools.items()) if managed(state, p)]
     return [ca_group(state, p, now) for p in pools]
@@ -175,11 +180,14 @@ def ca_options(
     now: datetime,
     limits: Limits | None = None,
     groups: Sequence[CAGroup] | None = None,
+    scheduler: Scheduler | None = None,
 ) -> list[CAOption]:
     """Each group's option for the pending pods, simulated pod by pod on CA's template after
-    the pods that fit existing nodes there are set aside (CA's filter_out_schedulable)."""
+    the pods that fit existing nodes there are set aside (CA's filter_out_schedulable).
+    `scheduler`: `ca_scheduler()`'s, kept by the caller between plans of one changing state
+    (its evaluations are cached per node version)."""
     groups = ca_groups(state, now) if groups is None else groups
-    scheduler = Scheduler(build_profile(), gangs=False)
+    scheduler = scheduler or ca_scheduler()
     out = []
     with state.forked():
         scheduler.run(state, placements_only=True)
@@ -263,11 +271,17 @@ class CAOutcome:
         }
 
 
-def ca_outcome(state: ClusterState, now: datetime, limits: Limits | None = None) -> CAOutcome:
+def ca_outcome(
+    state: ClusterState,
+    now: datetime,
+    limits: Limits | None = None,
+    scheduler: Scheduler | None = None,
+) -> CAOutcome:
     """CA's loop on `state` (left as it was): its least-waste pick among its options, added
-    whole, and the pods the real scheduler then places on those nodes."""
+    whole, and the pods the real scheduler then places on those nodes; `scheduler` as for
+    `ca_options`."""
     groups = ca_groups(state, now)
-    options = ca_options(state, now, limits, groups)
+    options = ca_options(state, now, limits, groups, scheduler)
     chosen = least_waste(state, options)
     started: tuple[ObjectKey, ...] = ()
     if chosen is not None:

@@ -15,7 +15,7 @@ from draplan.api.core_v1 import Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, make, move_options
-from draplan.autoscaler.ca import CAOption, ca_options
+from draplan.autoscaler.ca import CAOption, ca_options, ca_scheduler
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.legacy import lossy_state
@@ -184,6 +184,7 @@ class Autoscaler:
         self.legacy = legacy
         # Cluster Autoscaler's loop instead of draplan's planner: its options, this choice.
         self.ca_choose = ca_choose
+        self.ca_scheduler = ca_scheduler()  # CA's view of the same state, kept likewise
 
     def planner(self, state: ClusterState) -> ScaleUpPlanner:
         planner = ScaleUpPlanner(
@@ -320,7 +321,7 @@ class Autoscaler:
         """Cluster Autoscaler's loop: its node groups' options (pod by pod on its templates),
         one of them chosen by `ca_choose` and added whole; the real scheduler then places what
         it can (a wrong-shaped group's nodes stay empty)."""
-        options = ca_options(state, now, self.limits)
+        options = ca_options(state, now, self.limits, scheduler=self.ca_scheduler)
         best = ca_choose(state, options) if options else None
         if best is None:
             return

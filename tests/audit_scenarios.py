@@ -196,26 +196,22 @@ def holding(node_name: str, free: int) -> dict[str, list[int]]:
     return {} if free >= 8 else {f"{node_name}-busy": list(range(8 - free))}
 
 
-def coscheduling_group(name: str, min_member: int) -> dict[str, Any]:
+def pod_group(name: str, min_count: int, topology: str = "") -> dict[str, Any]:
+    """A Workload API PodGroup (1.37, v1beta1) with a gang policy: a gang kube-scheduler
+    itself places all or nothing (a coscheduling or Kueue group it takes pod by pod)."""
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minMember": min_member},
+        "spec": spec,
     }
 
 
 def gang_member(name: str, group: str, tmpl: str, cpu: str = "1") -> dict[str, Any]:
-    return pod(name, tmpl, cpu=cpu, labels={"scheduling.x-k8s.io/pod-group": group})
-
-
-def kueue_member(name: str, group: str, total: int, tmpl: str, topology: str) -> dict[str, Any]:
-    doc = pod(name, tmpl, labels={"kueue.x-k8s.io/pod-group-name": group})
-    doc["metadata"]["annotations"] = {
-        "kueue.x-k8s.io/pod-group-total-count": str(total),
-        "kueue.x-k8s.io/podset-required-topology": topology,
-    }
-    return doc
+    return pod(name, tmpl, cpu=cpu, spec_extra={"schedulingGroup": {"podGroupName": group}})
 
 
 # --- NoMatchingDevice ----------------------------------------------------------------------------
@@ -255,7 +251,7 @@ def gang_short_of_members() -> list[dict[str, Any]]:
         device_class(),
         *gpu_node("node-0"),
         gpu_template("one", 1),
-        coscheduling_group("quad", 4),
+        pod_group("quad", 4),
         gang_member("quad-0", "quad", "one"),
         gang_member("quad-1", "quad", "one"),
     ]
@@ -291,7 +287,7 @@ def gang_fits_now() -> list[dict[str, Any]]:
         device_class(),
         *gpu_node("node-0"),
         gpu_template("four", 4),
-        coscheduling_group("pair", 2),
+        pod_group("pair", 2),
         gang_member("pair-0", "pair", "four"),
         gang_member("pair-1", "pair", "four"),
     ]
@@ -479,7 +475,7 @@ def gang_exhausted() -> list[dict[str, Any]]:
         *gpu_node("node-0"),
         *gpu_node("node-1", held_by=holding("node-1", 0)),
         gpu_template("eight", 8),
-        coscheduling_group("big", 2),
+        pod_group("big", 2),
         gang_member("big-0", "big", "eight"),
         gang_member("big-1", "big", "eight"),
     ]
@@ -534,7 +530,8 @@ def gang_domain_mismatch() -> list[dict[str, Any]]:
         objs += gpu_node(
             f"{clique}-full", labels={CLIQUE: clique}, held_by=holding(f"{clique}-full", 0)
         )
-    objs += [kueue_member(f"ring-{i}", "ring", 2, "eight", CLIQUE) for i in range(2)]
+    objs += [pod_group("ring", 2, CLIQUE)]
+    objs += [gang_member(f"ring-{i}", "ring", "eight") for i in range(2)]
     return objs
 
 
@@ -563,7 +560,7 @@ def gang_split_leftovers() -> list[dict[str, Any]]:
         *gpu_node("node-0", held_by=holding("node-0", 3)),
         *gpu_node("node-1", held_by=holding("node-1", 3)),
         gpu_template("two", 2),
-        coscheduling_group("trio", 3),
+        pod_group("trio", 3),
         *[gang_member(f"trio-{i}", "trio", "two") for i in range(3)],
     ]
 
@@ -576,7 +573,7 @@ def gang_cpu_split() -> list[dict[str, Any]]:
         *gpu_node("node-0", held_by={"cpu-a": [0]}, used_cpu="14"),
         *gpu_node("node-1", held_by={"cpu-b": [0]}, used_cpu="30"),
         gpu_template("one", 1),
-        coscheduling_group("duo", 2),
+        pod_group("duo", 2),
         *[gang_member(f"duo-{i}", "duo", "one", cpu="40") for i in range(2)],
     ]
 

@@ -81,7 +81,13 @@ def test_why_schedule_and_scale_agree_on_every_pending_pod(
     for pod, verdict in sorted(why.items()):
         category, sched = verdict["category"], placed[pod]
         context = f"{pod}: why {category}, schedule {sched}, scale "
-        if category == "Schedulable":
+        if category == "Schedulable" and "nominatedNode" in verdict["evidence"]:
+            # By preemption: nominated where why says, and not scaled for (CA leaves a pod
+            # waiting for its victims alone).
+            assert sched["nominatedNode"] == verdict["evidence"]["nominatedNode"], context
+            assert pod not in adds and pod not in fits, context
+            assert "waits for its victims" in pending[pod]["reason"]["autoscaler"], context
+        elif category == "Schedulable":
             assert sched["node"] == verdict["evidence"]["node"], context
             assert pod in fits, context + "does not fit it on an existing node"
         elif category == "SchedulingGated":

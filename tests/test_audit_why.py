@@ -423,7 +423,7 @@ def test_timeout_cli(run_cli: Any, tmp_path: Path) -> None:
 def test_rank_no_matching_device_before_gang_incomplete() -> None:
     objs = [
         *sc.no_such_model(),
-        sc.coscheduling_group("g", 3),
+        sc.pod_group("g", 3),
         sc.gang_member("g-0", "g", "b200"),
     ]
     assert audit(objs)["g-0"].category == "NoMatchingDevice"
@@ -543,7 +543,7 @@ def test_rank_timeout_when_the_other_node_can_never_host() -> None:
 def test_rank_fragmentation_before_gang_unplaceable() -> None:
     """Three nodes with 4 free GPUs each and a gang of two 6-GPU pods: 12 free for 12 needed,
     but no member fits anywhere alone: Fragmentation (judged per pod), not GangUnplaceable."""
-    objs = [sc.device_class(), sc.gpu_template("six", 6), sc.coscheduling_group("pair", 2)]
+    objs = [sc.device_class(), sc.gpu_template("six", 6), sc.pod_group("pair", 2)]
     for n in range(3):
         objs += sc.gpu_node(f"node-{n}", held_by=sc.holding(f"node-{n}", 4))
     objs += [sc.gang_member(f"pair-{i}", "pair", "six") for i in range(2)]

@@ -103,11 +103,13 @@ def test_a_numa_legacy_picks_the_cheap_pool_and_wastes_it(run_cli: Any, tmp_path
 # --- (b) a gang of 4 × 8 GPUs in one NVLink domain; 3 nodes per domain ----------------------------
 
 GANG_PODS = [f"default/train-{i}" for i in range(4)]
+# kube-scheduler gangs the Workload API's groups; a Kueue group is draplan's gang policy's.
+GANG_POLICY = {"workload": (), "kueue": ("--profile", "draplan")}
 
 
 @pytest.mark.parametrize("api", ["workload", "kueue"])
 def test_b_gang_dra_aware_adds_nothing_and_says_why(run_cli: Any, tmp_path: Path, api: str) -> None:
-    doc = scale(run_cli, tmp_path, scenario_gang(api=api))
+    doc = scale(run_cli, tmp_path, scenario_gang(api=api), *GANG_POLICY[api])
     assert doc["scaleUp"] == [] and doc["wasted"] == []
     assert doc["summary"]["nodesAdded"] == 0 and doc["summary"]["costPerHour"] == 0
     assert pending(doc) == GANG_PODS
@@ -155,7 +157,7 @@ def test_b_gang_reason_names_the_pool_max() -> None:
 def test_b_gang_legacy_adds_nodes_that_are_all_wasted(
     run_cli: Any, tmp_path: Path, api: str
 ) -> None:
-    doc = scale(run_cli, tmp_path, scenario_gang(api=api), "--legacy")
+    doc = scale(run_cli, tmp_path, scenario_gang(api=api), "--legacy", *GANG_POLICY[api])
     added = pools_added(doc)
     assert added.get("nvl72", 0) >= 3
     nodes = [n for up in doc["scaleUp"] for n in up["nodes"]]

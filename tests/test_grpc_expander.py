@@ -315,9 +315,10 @@ def test_realistic_pods_and_nodes_survive_the_wire() -> None:
 def test_a_gang_is_kept_only_when_one_topology_domain_holds_it(
     per_domain: int, kept: list[str]
 ) -> None:
-    """Four 8-GPU members of a Kueue pod group that requires one NVLink clique: CA's four
-    nodes hold them pod by pod, but only cliques of four nodes hold the gang together."""
-    state = load(scenario_gang(per_domain=per_domain, api="kueue"))
+    """Four 8-GPU members of a PodGroup that requires one NVLink clique (a gang kube-scheduler
+    keeps whole): CA's four nodes hold them pod by pod, but only cliques of four nodes hold
+    the gang together."""
+    state = load(scenario_gang(per_domain=per_domain, api="workload"))
     server, port = _serve(state, None)
     try:
         with grpc.insecure_channel(f"localhost:{port}") as channel:

@@ -46,17 +46,42 @@ def test_each_command_answers(run_cli: Any, args: tuple[str, ...]) -> None:
     assert "Traceback" not in result.err
 
 
-def test_a_pool_the_plan_fills_names_its_limit_in_scale_and_why(run_cli: Any) -> None:
-    """The Trainium gang takes the Karpenter NodePool's last two nodes; the scavenger (it may
-    not preempt) then meets the pool's limit: scale says which pool stopped it, why says
-    PoolLimitReached with the NodePool's spec.limits to raise (16 chips a node)."""
+def test_kueue_trainers_preempt_one_by_one_and_nothing_is_added_for_them(run_cli: Any) -> None:
+    """The Trainium trainers are a Kueue pod group: Kueue gangs them at admission, then
+    kube-scheduler takes each alone, and each preempts the batch pod (priority 100) on one
+    existing Trainium node. schedule nominates them there, why says so, and neither the plan
+    nor Cluster Autoscaler adds a node for them or reports them as not triggering a
+    scale-up (CA leaves a pod waiting for its victims alone); the pool's room goes to the
+    scavenger (it may not preempt)."""
+    schedule = run_cli("schedule", "-f", CLUSTER, "-o", "json").json()
+    by_name = {p["name"]: p for p in schedule["pods"]}
+    nominated = {by_name[f"llama-sft-{i}"].get("nominatedNode") for i in range(2)}
+    assert len(nominated) == 2 and all(n and n.startswith("ip-10-20-8-") for n in nominated)
+    why = {p["pod"]: p for p in run_cli("why", "-f", CLUSTER, "-o", "json").json()["pods"]}
+    for i in range(2):
+        assert "would preempt 1 pod(s)" in why[f"ml-train/llama-sft-{i}"]["message"]
     scale = run_cli("scale", "-f", CLUSTER, "-o", "json").json()
+    [up] = scale["scaleUp"]
+    assert (up["pool"], up["add"], up["pods"]) == ("trainium", 1, ["batch/neuron-scavenger"])
+    quiet = {p["pod"] for p in scale["notTriggerScaleUp"]}
+    quiet |= {p["pod"] for p in scale["clusterAutoscaler"]["notTriggerScaleUp"]}
+    assert not any(k.startswith("ml-train/llama-sft") for k in quiet)
+    assert not scale["clusterAutoscaler"].get("scaleUp")
+
+
+def test_draplans_gang_policy_fills_the_pool_and_names_its_limit(run_cli: Any) -> None:
+    """Under --profile draplan every recognised group is placed all or nothing (its policy):
+    the Trainium group takes the Karpenter NodePool's last two nodes; the scavenger then
+    meets the pool's limit: scale says which pool stopped it, why says PoolLimitReached with
+    the NodePool's spec.limits to raise (16 chips a node)."""
+    policy = ("-f", CLUSTER, "--profile", "draplan", "-o", "json")
+    scale = run_cli("scale", *policy).json()
     [up] = scale["scaleUp"]
     assert (up["pool"], up["add"]) == ("trainium", 2)
     assert sorted(up["pods"]) == ["ml-train/llama-sft-0", "ml-train/llama-sft-1"]
     [entry] = [p for p in scale["pending"] if p["pod"] == "batch/neuron-scavenger"]
     assert "pool trainium: pool max reached at 4" in entry["reason"]["autoscaler"]
-    why = {p["pod"]: p for p in run_cli("why", "-f", CLUSTER, "-o", "json").json()["pods"]}
+    why = {p["pod"]: p for p in run_cli("why", *policy).json()["pods"]}
     verdict = why["batch/neuron-scavenger"]
     assert verdict["category"] == "PoolLimitReached"
     assert verdict["fix"]["object"] == "Karpenter NodePool trainium"

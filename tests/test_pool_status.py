@@ -160,10 +160,17 @@ def test_the_1_37_fixture_loads_under_both_versions(
 @pytest.mark.parametrize(("version", "free"), [("1.37", 0), ("1.36", 1)])
 def test_the_gang_waits_for_the_gpu_the_rule_taints(run_cli: Any, version: str, free: int) -> None:
     # Two members need an H100 each: gpu-0 is taken, gpu-1 tainted by the DeviceTaintRule,
-    # which 1.36 (DRADeviceTaintRules beta, off) ignores.
-    result = run_cli("why", "-f", str(FIXTURE), "-o", "json", "--kubernetes-version", version)
-    assert result.code == 0, result.err
-    pods = {p["pod"]: p for p in json.loads(result.out)["pods"]}
+    # which 1.36 (DRADeviceTaintRules beta, off) ignores. A 1.36 kube-scheduler gangs them
+    # only with GangScheduling (alpha, off) on; without it, w0 takes gpu-1 alone.
+    def why(*flags: str) -> dict[str, Any]:
+        args = ("why", "-f", str(FIXTURE), "-o", "json", "--kubernetes-version", version)
+        result = run_cli(*args, *flags)
+        assert result.code == 0, result.err
+        return {p["pod"]: p for p in json.loads(result.out)["pods"]}
+
+    if version == "1.36":
+        assert why()["default/w0"]["category"] == "Schedulable"
+    pods = why(*(("--feature-gates", "GangScheduling=true") if version == "1.36" else ()))
     assert set(pods) == {"default/w0", "default/w1"}
     w0 = pods["default/w0"]
     assert w0["category"] == "CapacityExhausted"

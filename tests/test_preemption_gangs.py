@@ -12,6 +12,7 @@ from draplan.api.meta import KubeStruct
 from draplan.api.scheduling import DisruptionMode, Empty, PodGroupV1Beta1
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import PodResult, Scheduler, build_profile
+from draplan.scheduler.profile import Profile, draplan_profile
 from scheduler_builders import (
     MakeNode,
     MakePod,
@@ -23,9 +24,11 @@ from scheduler_builders import (
 GAUDI = "habana.ai/gaudi"
 
 
-def run(objs: list[KubeStruct], version: str = "1.37") -> tuple[ClusterState, dict[str, PodResult]]:
+def run(
+    objs: list[KubeStruct], version: str = "1.37", profile: Profile | None = None
+) -> tuple[ClusterState, dict[str, PodResult]]:
     state = ClusterState.from_objects(objs, feature_gates(version))
-    results = Scheduler(build_profile(), post_filter=True).run(state)
+    results = Scheduler(profile or build_profile(), post_filter=True).run(state)
     return state, {r.key[1]: r for r in results}
 
 
@@ -53,11 +56,13 @@ def with_priority(pg: PodGroupV1Beta1, priority: int, all_at_once: bool = False)
     return msgspec.structs.replace(pg, spec=spec)
 
 
-def test_a_coscheduling_gang_preempts_as_a_unit() -> None:
+def test_a_coscheduling_gang_preempts_as_a_unit_under_draplans_gang_policy() -> None:
     """Two full nodes of low-priority pods; a 2-pod gang (scheduler-plugins PodGroup) of
-    priority 1000: each member evicts what it needs on its own node (DefaultPreemption per
-    pod) and both are nominated. A 3-pod gang on the same cluster would leave one member
-    without a node: nothing is evicted at all."""
+    priority 1000, under draplan's profile (which places every group all or nothing): each
+    member evicts what it needs on its own node (DefaultPreemption per pod) and both are
+    nominated. A 3-pod gang on the same cluster would leave one member without a node: nothing
+    is evicted at all. kube-scheduler's default profile runs no Coscheduling: there the 3
+    pods preempt one by one, two are nominated and the third pends."""
     base = [
         node("gaudi-0"),
         node("gaudi-1"),
@@ -73,16 +78,22 @@ def test_a_coscheduling_gang_preempts_as_a_unit() -> None:
         .obj()
         for i in range(3)
     ]
-    state, res = run([*base, coscheduling_podgroup("train", 2), *gang[:2]])
+    policy = draplan_profile()
+    state, res = run([*base, coscheduling_podgroup("train", 2), *gang[:2]], profile=policy)
     assert {res[f"train-{i}"].nominated for i in range(2)} == {"gaudi-0", "gaudi-1"}
     assert sorted(p.metadata.name for r in res.values() for p in r.victims) == ["low-0", "low-1"]
     assert not any(k[1].startswith("low-") for k in state.pods)
 
-    state, res = run([*base, coscheduling_podgroup("train", 3), *gang])
+    state, res = run([*base, coscheduling_podgroup("train", 3), *gang], profile=policy)
     assert not any(r.nominated or r.victims for r in res.values())
     assert {k[1] for k in state.pods if k[1].startswith("low-")} == {"low-0", "low-1"}
     message = res["train-0"].reason.message if res["train-0"].reason else ""
     assert "only 2 of 3 pending pods fit together, 3 required" in message
+
+    state, res = run([*base, coscheduling_podgroup("train", 3), *gang])
+    assert {res[f"train-{i}"].nominated for i in range(2)} == {"gaudi-0", "gaudi-1"}
+    assert not res["train-2"].nominated and res["train-2"].node is None
+    assert not any(k[1].startswith("low-") for k in state.pods)
 
 
 def test_a_podgroup_preempts_cluster_wide_and_evicts_an_all_or_nothing_group_whole() -> None:

@@ -29,6 +29,7 @@ from scheduler_builders import (
     MakeSlice,
     coscheduling_podgroup,
     device_class,
+    podgroup_v1beta1,
 )
 
 DRAPLAN = Path(sys.executable).with_name("draplan")
@@ -301,11 +302,17 @@ def test_same_input_same_bytes_across_processes(cluster: str) -> None:
 
 
 def test_gang_through_the_cli(run_cli: Any, tmp_path: Path) -> None:
+    node = MakeNode().name("n1").capacity(cpu="2").obj()
     objs: list[KubeStruct] = [
-        MakeNode().name("n1").capacity(cpu="2").obj(),
-        coscheduling_podgroup("pg", 3),
-        *[MakePod().name(f"m{i}").req(cpu="1").pod_group("pg").obj() for i in range(3)],
+        node,
+        podgroup_v1beta1("pg", 3),
+        *[MakePod().name(f"m{i}").req(cpu="1").scheduling_group("pg").obj() for i in range(3)],
     ]
+    # A coscheduling PodGroup's pods go one by one under kube-scheduler: two fit.
+    loose = [node, coscheduling_podgroup("pg", 3)]
+    loose += [MakePod().name(f"m{i}").req(cpu="1").pod_group("pg").obj() for i in range(3)]
+    doc = run_cli("schedule", "-f", write(tmp_path / "loose.yaml", loose), "-o", "json").json()
+    assert (doc["summary"]["scheduled"], doc["summary"]["unschedulable"]) == (2, 1)
     path = write(tmp_path / "gang.yaml", objs)
     doc = run_cli("schedule", "-f", path, "-o", "json").json()
     assert doc["summary"] == {

@@ -1,4 +1,6 @@
-"""Gangs, all or nothing, for every API that expresses them, and topology domains.
+"""Gangs, all or nothing, for every API that expresses them, and topology domains: draplan's
+gang placement, the policy of its own profile (kube-scheduler's gangs only the Workload API's:
+tests/test_gang_semantics.py).
 
 APIs: Workload scheduling.k8s.io/v1alpha1 (pod spec.workloadRef), v1alpha2 Workload +
 PodGroup (pod spec.schedulingGroup), the coscheduling PodGroup (scheduling.x-k8s.io, pod
@@ -7,7 +9,7 @@ label), and Kueue's pod-group label with its topology annotations.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pytest
 
@@ -22,6 +24,7 @@ from draplan.api.scheduling import (
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import find_gangs
+from draplan.scheduler.profile import Profile, draplan_profile
 from scheduler_builders import (
     NUMA,
     RACK,
@@ -35,12 +38,22 @@ from scheduler_builders import (
     devices_in_use,
     podgroup_v1alpha2,
     podgroup_v1beta1,
-    schedule,
     snapshot,
     workload_v1alpha1,
     workload_v1alpha2,
     workload_v1beta1,
 )
+from scheduler_builders import schedule as schedule_with
+
+
+def schedule(objects: Iterable[KubeStruct], profile: Profile | None = None) -> Run:
+    """scheduler_builders.schedule under draplan's profile: its gang policy."""
+    return schedule_with(objects, profile or draplan_profile())
+
+
+def gang_scheduler() -> Scheduler:
+    return Scheduler(draplan_profile())
+
 
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -163,7 +176,7 @@ def test_gang_min_count_not_met_none_bound(api: str) -> None:
     objs = [*cpu_nodes(4), *gang(api, 3, 2)]
     state = ClusterState.from_objects(objs)
     before = snapshot(state)
-    results = Scheduler().run(state)
+    results = gang_scheduler().run(state)
     assert [r.node for r in results] == [None, None]
     assert snapshot(state) == before
     for r in results:
@@ -186,7 +199,7 @@ def test_gang_partially_fitting_binds_nothing_and_reserves_nothing(api: str) -> 
     ]
     state = ClusterState.from_objects(objs)
     before = snapshot(state)
-    results = Scheduler().run(state)
+    results = gang_scheduler().run(state)
     assert [r.node for r in results] == [None] * 4
     assert all(r.claims == [] for r in results)
     assert all(not p.spec.node_name for p in state.pods.values())
@@ -431,7 +444,7 @@ def test_required_topology_no_rack_big_enough_binds_nothing(how: str) -> None:
     objs = [*racks({"a": (2, 4), "b": (2, 4)}), *topology_gang(how, RACK, 3, 3, gpus=4)]
     state = ClusterState.from_objects(objs)
     before = snapshot(state)
-    results = Scheduler().run(state)
+    results = gang_scheduler().run(state)
     assert [r.node for r in results] == [None] * 3
     assert snapshot(state) == before
     for r in results:
@@ -510,7 +523,7 @@ def test_preferred_topology_that_cannot_fit_at_all_binds_nothing() -> None:
     ]
     state = ClusterState.from_objects(objs)
     before = snapshot(state)
-    results = Scheduler().run(state)
+    results = gang_scheduler().run(state)
     assert [r.node for r in results] == [None] * 3
     assert snapshot(state) == before
 

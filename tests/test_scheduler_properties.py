@@ -4,7 +4,8 @@ Clusters: 2-5 nodes with zone / rack labels, taints of every effect, the odd cor
 cpu size and one GPU slice each (0-4 GPUs, one or two NUMA groups). Pods: a cpu request, maybe
 a nodeSelector, tolerations, a template claim for 1-3 GPUs (maybe with matchAttribute on
 NUMA), maybe a shared named claim, some in coscheduling gangs (some of those with a Kueue
-topology annotation on the rack label).
+topology annotation on the rack label), under draplan's profile, whose gang policy places
+such groups all or nothing (kube-scheduler's takes them pod by pod: test_gang_semantics).
 
 For every example, checked by hand against the final state (no scheduler code reused):
 every placement passes every filter, cpu and pod counts fit each node, every placed pod's
@@ -27,6 +28,7 @@ from draplan.api.core_v1 import Node, Pod, Taint, Toleration
 from draplan.api.meta import KubeStruct
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import PodResult, Scheduler
+from draplan.scheduler.profile import draplan_profile
 from scheduler_builders import (
     NUMA,
     RACK,
@@ -242,7 +244,7 @@ def test_scheduler_properties(
     nodes, gangs, pods = scenario
     objs = build(nodes, gangs, pods)
     state = ClusterState.from_objects(objs)
-    results = Scheduler().run(state)
+    results = Scheduler(draplan_profile()).run(state)
 
     # One result per pending pod.
     assert sorted(r.key[1] for r in results) == sorted(f"p{i}" for i in range(len(pods)))
@@ -323,5 +325,5 @@ def test_scheduler_properties(
         event(f"gang {gangs[g].topology or 'plain'} {'bound' if n_bound else 'unbound'}")
 
     # Determinism: a fresh run on the same input gives the same placements and claim names.
-    again = Scheduler().run(ClusterState.from_objects(build(nodes, gangs, pods)))
+    again = Scheduler(draplan_profile()).run(ClusterState.from_objects(build(nodes, gangs, pods)))
     assert placements(again) == placements(results)

@@ -151,7 +151,7 @@ def gang_cluster(tainted_cards: int) -> Objs:
         sc.device_class(),
         *sc.gpu_node("node-0", held_by=sc.holding("node-0", 2)),
         sc.gpu_template("one", 1),
-        sc.coscheduling_group("duo", 2),
+        sc.pod_group("duo", 2),
         *[sc.gang_member(f"duo-{i}", "duo", "one") for i in range(2)],
     ]
     for card in range(6, 6 + tainted_cards):

@@ -134,7 +134,6 @@ GATES = {
             "composite pod groups: read, not scheduled as one",
             v1_37=Spec("Alpha", False),
         ),
-        # A cluster holds Workload objects only with the gate on, so their presence in the
         _gate(
             "PodLevelResources",
             BOTH,
@@ -142,6 +141,14 @@ GATES = {
             v1_36=Spec("Beta", True),
             v1_37=Spec("Beta", True),
         ),
+        _gate(
+            "GangScheduling",
+            BOTH,
+            "on: kube-scheduler places a Workload PodGroup's pods all or nothing; off: one by "
+            "one (in 1.37 part of GenericWorkload)",
+            v1_36=Spec("Alpha", False),
+        ),
+        # A cluster holds Workload objects only with the gate on, so their presence in the
         # input is the gate: draplan reads them whenever they are there.
         _gate(
             "GenericWorkload",

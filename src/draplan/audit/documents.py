@@ -77,7 +77,11 @@ def plan_document(
             state,
             autoscaler.scheduler,
             [(p, "") for _, p in sorted(state.node_pools.items())],
-            [state.pods[k] for k, _, _ in plan.pending if k in state.pods],
+            [
+                state.pods[k]
+                for k, _, _ in plan.pending
+                if k in state.pods and k not in plan.unscaled
+            ],
             added,
         )
         doc["notTriggerScaleUp"] = [_not_triggered(b) for b in blocked]

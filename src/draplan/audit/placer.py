@@ -35,7 +35,7 @@ class Placer(Scheduler):
     def place(
         self, state: ClusterState, gangs: dict[ObjectKey, Gang] | None = None
     ) -> list[PodResult]:
-        """`run` over the whole queue for its placements (`gangs`: find_gangs of the state,
+        """`run` over the whole queue for its placements (`gangs`: `gangs_of` the state,
         if the caller has it)."""
         return self.run(state, gangs=gangs, placements_only=True)
 

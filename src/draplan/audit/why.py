@@ -46,7 +46,6 @@ from draplan.cluster.podresources import extended_devices, is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
-from draplan.scheduler.gangs import find_gangs
 from draplan.scheduler.queue import priority_table, sort_key
 
 __all__ = ["CATEGORIES", "Auditor", "Diagnosis", "Placer", "why"]
@@ -102,7 +101,7 @@ class Auditor:
         # A placer kept from an earlier audit of this state keeps its evaluations: the nodes
         # the change log names since are evaluated again, the others are not.
         self.scheduler = placer or Placer(self.profile)
-        self.gangs = find_gangs(state)
+        self.gangs = self.scheduler.gangs_of(state)
         self.matcher = DeviceMatcher(state, self.scheduler.matches)
         self.mover = Mover(state, self.scheduler, self.gangs)
         self.gates = Gates(state)

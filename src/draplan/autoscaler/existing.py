@@ -27,7 +27,7 @@ from draplan.api.resource_v1 import ResourceClaim
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
-from draplan.scheduler.gangs import Gang, find_gangs
+from draplan.scheduler.gangs import Gang
 from draplan.scheduler.queue import waiting_in_queue_order
 
 MAX_CHANGED = 64  # changed nodes beyond which checking them costs about a full run
@@ -61,7 +61,7 @@ def _queue(
     state: ClusterState, scheduler: Scheduler
 ) -> tuple[list[_Queued], dict[ObjectKey, Gang]]:
     """The pending pods in `Scheduler.run`'s order, with their gangs; and the gangs."""
-    gangs = find_gangs(state) if scheduler.gangs else {}
+    gangs = scheduler.gangs_of(state)
     pending = waiting_in_queue_order(state)
     queue = [_Queued(key_of(p), p, _claims(state, p), gangs.get(key_of(p))) for p in pending]
     return queue, gangs

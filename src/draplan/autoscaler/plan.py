@@ -52,7 +52,6 @@ from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import release_claims
 from draplan.scheduler.core import unbound
-from draplan.scheduler.gangs import find_gangs
 
 # Picks one of Cluster Autoscaler's options (or none): its least-waste, or an outside expander.
 CAChooser = Callable[[ClusterState, list[CAOption]], CAOption | None]
@@ -80,6 +79,9 @@ class Plan:
     # Pending pods the pass places on nodes that exist (CA's filter_out_schedulable packs them
     # there before it plans): no node is added for them.
     placed_on_existing: set[ObjectKey] = field(default_factory=set)
+    # Pending pods Cluster Autoscaler never scales for (nominated, expendable): no
+    # NotTriggerScaleUp either.
+    unscaled: set[ObjectKey] = field(default_factory=set)
     # Pods the legacy count view planned on a new node that still pend: the real mismatch.
     mismatches: dict[ObjectKey, str] = field(default_factory=dict)
 
@@ -471,7 +473,7 @@ class Autoscaler:
         if explain:
             # Judged before scale-down: why a pod still pends does not depend on nodes it
             # cannot use going away, and a pool's template may copy a node scale-down removes.
-            plan.pending.extend(self._explain(state, refused, plan.mismatches, new_nodes))
+            plan.pending.extend(self._explain(state, refused, plan, new_nodes))
         else:
             plan.pending.extend((key_of(pod), None, "") for pod in pending_pods(state))
         if scale_down:
@@ -509,11 +511,12 @@ class Autoscaler:
         self,
         state: ClusterState,
         refused: dict[ObjectKey, str],
-        notes: dict[ObjectKey, str],
+        plan: Plan,
         new_nodes: set[str],
     ) -> list[tuple[ObjectKey, FitReason | None, str]]:
-        """Each pod that still pends: the scheduler's reason, what the pools can do, and
-        `notes` (the legacy view's mismatch)."""
+        """Each pod that still pends: the scheduler's reason, what the pools can do, and the
+        plan's `mismatches` (the legacy view's); those CA never scales for in `plan.unscaled`."""
+        notes = plan.mismatches
         pending = pending_pods(state)
         judged = self._judged(state, pending, new_nodes)
         planner = self.planner(state)  # for what the pools could do, one for every pod
@@ -523,9 +526,11 @@ class Autoscaler:
             key = key_of(pod)
             result = judged.get(key)
             reason = result.reason if result is not None else None
-            why = _unscaled(state, pod, self.limits) or _pool_reason(
-                state, planner, pod, refused.get(key), sizes
-            )
+            why = _unscaled(state, pod, self.limits)
+            if why:
+                plan.unscaled.add(key)
+            else:
+                why = _pool_reason(state, planner, pod, refused.get(key), sizes)
             note = notes.get(key)
             out.append((key, reason, f"{why}; {note}" if why and note else why or note or ""))
         return out
@@ -535,7 +540,7 @@ class Autoscaler:
     ) -> dict[ObjectKey, PodResult]:
         """The scheduler's answer to each pod on the nodes that exist, as kube-scheduler
         gives it now ("0/N nodes are available" counts them, not the plan's new nodes)."""
-        gangs = find_gangs(state) if self.scheduler.gangs else {}
+        gangs = self.scheduler.gangs_of(state)
         judged: dict[ObjectKey, PodResult] = {}
         # Every pod is judged on the same state (each in a fork reverted), so pods of one
         # shape get one answer.

@@ -33,7 +33,7 @@ from draplan.cluster.podresources import is_terminal
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
-from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
+from draplan.scheduler.gangs import Gang, pinned_domains
 from draplan.scheduler.queue import priority_of, priority_table, waiting_in_queue_order
 
 __all__ = [
@@ -294,9 +294,9 @@ class ScaleUpPlanner:
         self, state: ClusterState, pods: list[Pod]
     ) -> tuple[list[tuple[Gang, list[Pod]]], list[Pod]]:
         """Gangs (with their pending members, biggest first) and the other pods."""
-        if not self.scheduler.gangs:
+        found = self.scheduler.gangs_of(state)
+        if not found:
             return [], pods
-        found = find_gangs(state)
         units: dict[tuple[str, ...], tuple[Gang, list[Pod]]] = {}
         solo = []
         for pod in pods:

@@ -32,7 +32,7 @@ from draplan.scheduler.framework import (
     is_cluster,
     unschedulable,
 )
-from draplan.scheduler.gangs import Gang, find_gangs, pinned_domains
+from draplan.scheduler.gangs import Gang, find_gangs, kube_gangs, pinned_domains
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.preemption import DefaultPreemption, evict, workload_group
@@ -128,6 +128,15 @@ class Scheduler:
         # During a `run(placements_only=True)`: the shapes found to fit nowhere, and the gangs.
         self._hopeless: set[bytes] | None = None
         self._gang_members: Mapping[ObjectKey, Gang] = {}
+
+    def gangs_of(self, state: ClusterState) -> dict[ObjectKey, Gang]:
+        """The gangs this scheduler places all or nothing, by pod key: under a kube-scheduler
+        profile those kube-scheduler itself gangs at the state's version (`kube_gangs`: Kueue
+        pod groups and coscheduling PodGroups go pod by pod); under draplan's profile every
+        group draplan recognises, its named policy."""
+        if not self.gangs:
+            return {}
+        return kube_gangs(state) if self.profile.kube else find_gangs(state)
 
     def lane(self, pod: Pod) -> Scheduler | None:
         """The scheduler (profile) of the pod's spec.schedulerName; None when no profile
@@ -650,7 +659,7 @@ class Scheduler:
         placements_only: bool = False,
     ) -> list[PodResult]:
         """Schedule every pending pod (or those in `only`) in queue order; gangs as units
-        (`gangs`: find_gangs of the state, if the caller has it). Gated pods never enter the
+        (`gangs`: `gangs_of` the state, if the caller has it). Gated pods never enter the
         queue: they get no result.
 
         `placements_only`, for callers that only need to know who gets placed: within a run,
@@ -665,7 +674,7 @@ class Scheduler:
         if not self.gangs:
             gangs = {}
         elif gangs is None:
-            gangs = find_gangs(state)
+            gangs = self.gangs_of(state)
         if placements_only:
             self._hopeless, self._gang_members = set(), gangs
             try:

@@ -1,6 +1,7 @@
 """Gangs (all-or-nothing pod groups) and their topology constraints, from every API that
 expresses them: Workload v1alpha1 / v1alpha2 / v1beta1 + PodGroup, scheduler-plugins' PodGroup, and
-Kueue's pod-group labels and topology annotations."""
+Kueue's pod-group labels and topology annotations; and which of them kube-scheduler itself
+places all or nothing (`kube_gangs`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Pod
+from draplan.api.features import FeatureGates
 from draplan.api.scheduling import (
     CoschedulingPodGroup,
     PodGroupPolicy,
@@ -27,6 +29,12 @@ KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 
+# The API a gang comes from: the Workload API's PodGroups (and a 1.35 Workload's podGroups),
+# scheduler-plugins' coscheduling PodGroup, Kueue's plain pod groups.
+WORKLOAD = "workload"
+COSCHEDULING = "coscheduling"
+KUEUE = "kueue"
+
 
 @dataclass(frozen=True)
 class TopologyRule:
@@ -44,6 +52,7 @@ class Gang:
     members: tuple[ObjectKey, ...]
     topology: TopologyRule | None = None
     missing: str = ""  # the group object is absent: its pods wait (PreEnqueue upstream)
+    api: str = WORKLOAD
 
 
 def _gang_min(policy: PodGroupPolicy) -> int:
@@ -59,9 +68,34 @@ def _kueue_topology(pod: Pod) -> TopologyRule | None:
     return None
 
 
-def _group_of(
-    state: ClusterState, pod: Pod, index: dict[tuple[str, ...], object]
-) -> tuple[tuple[str, ...], str, int, TopologyRule | None, str] | None:
+_Found = tuple[tuple[str, ...], str, int, TopologyRule | None, str]
+
+
+def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> tuple[_Found, str] | None:
+    found = _workload_group(pod, index)
+    if found is not None:
+        return found, WORKLOAD
+    ns = pod.metadata.namespace
+    name = pod.metadata.labels.get(COSCHEDULING_LABEL)
+    if name:
+        key = ("PodGroup/scheduling.x-k8s.io", ns, name)
+        label = f"PodGroup {ns}/{name}"
+        cpg = index.get(key)
+        if not isinstance(cpg, CoschedulingPodGroup):
+            return (key, label, 0, None, f"podgroup {ns}/{name} not found"), COSCHEDULING
+        return (key, label, cpg.spec.min_member, _kueue_topology(pod), ""), COSCHEDULING
+    name = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
+    if name:
+        try:
+            count = int(pod.metadata.annotations.get(KUEUE_GROUP_COUNT, "0"))
+        except ValueError:
+            count = 0
+        label = f"pod group {ns}/{name}"
+        return (("kueue", ns, name), label, count, _kueue_topology(pod), ""), KUEUE
+    return None
+
+
+def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Found | None:
     ns = pod.metadata.namespace
     key: tuple[str, ...]
     ref = pod.spec.workload_ref
@@ -95,21 +129,6 @@ def _group_of(
         if constraints is not None and constraints.topology:
             topo = TopologyRule(constraints.topology[0].key, True)
         return key, label, _gang_min(policy), topo or _kueue_topology(pod), ""
-    name = pod.metadata.labels.get(COSCHEDULING_LABEL)
-    if name:
-        key = ("PodGroup/scheduling.x-k8s.io", ns, name)
-        label = f"PodGroup {ns}/{name}"
-        cpg = index.get(key)
-        if not isinstance(cpg, CoschedulingPodGroup):
-            return key, label, 0, None, f"podgroup {ns}/{name} not found"
-        return key, label, cpg.spec.min_member, _kueue_topology(pod), ""
-    name = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
-    if name:
-        try:
-            count = int(pod.metadata.annotations.get(KUEUE_GROUP_COUNT, "0"))
-        except ValueError:
-            count = 0
-        return ("kueue", ns, name), f"pod group {ns}/{name}", count, _kueue_topology(pod), ""
     return None
 
 
@@ -132,27 +151,62 @@ def _find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
         elif isinstance(obj, CoschedulingPodGroup):
             index[("PodGroup/scheduling.x-k8s.io", ns, name)] = obj
     groups: dict[tuple[str, ...], list[tuple[ObjectKey, Pod]]] = {}
-    info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str]] = {}
+    info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str, str]] = {}
     for pkey, pod in sorted(state.pods.items()):
-        found = _group_of(state, pod, index)
+        found = _group_of(pod, index)
         if found is None:
             continue
-        gkey, label, min_count, topo, missing = found
+        (gkey, label, min_count, topo, missing), api = found
         groups.setdefault(gkey, []).append((pkey, pod))
         if gkey not in info or (info[gkey][2] is None and topo is not None):
-            info[gkey] = (label, min_count, topo, missing)
+            info[gkey] = (label, min_count, topo, missing, api)
     out: dict[ObjectKey, Gang] = {}
     for gkey, members in groups.items():
-        label, min_count, topo, missing = info[gkey]
+        label, min_count, topo, missing, api = info[gkey]
         if min_count <= 0 and topo is None and not missing:
             continue  # a basic policy: pods schedule one by one
-        gang = Gang(gkey, label, max(min_count, 1), tuple(k for k, _ in members), topo, missing)
+        keys = tuple(k for k, _ in members)
+        gang = Gang(gkey, label, max(min_count, 1), keys, topo, missing, api)
         for pkey, _ in members:
             out[pkey] = gang
     return out
 
 
 _GANGS = PodsMemo(_find_gangs)
+
+
+def kube_gangs_on(features: FeatureGates) -> bool:
+    """Whether kube-scheduler's default profile gangs the Workload API's PodGroups: its
+    GangScheduling plugin (pkg/scheduler/framework/plugins/gangscheduling: PreEnqueue until
+    minCount pods exist, Permit as the barrier; KEP-4671) runs only with its gate on, alpha and
+    off in 1.35 and 1.36 (pkg/features/kube_features.go: GangScheduling, GenericWorkload its
+    prerequisite). In 1.37 the gate is folded into GenericWorkload (the workload scheduling
+    cycle, pkg/scheduler/schedule_one_podgroup.go: scheduleOnePodGroup), without which no
+    Workload or PodGroup object exists: a 1.37 input holding them has it on."""
+    return features.version != "1.36" or "GangScheduling" in features
+
+
+def kube_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
+    """The gangs kube-scheduler itself places all or nothing, by pod key: the Workload API's,
+    where `kube_gangs_on`. Never Kueue's pod groups: Kueue gangs at admission (its pod
+    integration, pkg/controller/jobs/pod/pod_controller.go, holds every pod of the group by the
+    kueue.x-k8s.io/admission scheduling gate until the Workload is admitted, and TAS writes the
+    assigned domain into each pod's nodeSelector before lifting kueue.x-k8s.io/topology,
+    pkg/controller/tas/topology_ungater.go), then kube-scheduler takes each pod alone, with
+    its own PostFilter; a group Kueue projects onto a native PodGroup (pod/was.go, WASPodGroups)
+    sets spec.schedulingGroup and is a Workload gang here. Never a coscheduling PodGroup: only
+    a scheduler-plugins scheduler runs Coscheduling, for pods whose schedulerName names it,
+    and no kube-scheduler profile draplan reads does."""
+    return dict(_KUBE_GANGS(state))
+
+
+def _kube_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
+    if not kube_gangs_on(state.features):
+        return {}
+    return {k: g for k, g in _GANGS(state).items() if g.api == WORKLOAD}
+
+
+_KUBE_GANGS = PodsMemo(_kube_gangs)
 
 
 def pinned_domains(

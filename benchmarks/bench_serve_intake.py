@@ -28,10 +28,18 @@ from state_projection import projection
 from watch_support import Churn, fresh_load, model_of, served, wait_for
 
 
-def _serve(conn: Connection, nodes: int, gpus: int, fill: float, seed: int) -> None:
-    """The API server's process: serve the cluster, then churn as the parent asks."""
+def _serve(
+    conn: Connection,
+    nodes: int,
+    gpus: int,
+    fill: float,
+    seed: int,
+    extra: tuple[dict[str, Any], ...],
+) -> None:
+    """The API server's process: serve the cluster (and `extra` objects), then churn as the
+    parent asks."""
     churn = Churn(random.Random(seed), nodes=nodes, gpus=gpus, fill=fill)
-    server = served(churn.initial, bookmark_interval=0.2)
+    server = served([*churn.initial, *extra], bookmark_interval=0.2)
     conn.send((server.url, len(churn.initial)))
     while True:
         command = conn.recv()
@@ -58,10 +66,18 @@ def _serve(conn: Connection, nodes: int, gpus: int, fill: float, seed: int) -> N
 
 
 class _Remote:
-    def __init__(self, nodes: int, gpus: int, fill: float, seed: int) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        gpus: int,
+        fill: float,
+        seed: int,
+        extra: tuple[dict[str, Any], ...] = (),
+    ) -> None:
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, nodes, gpus, fill, seed), daemon=True)
+        args = (child, nodes, gpus, fill, seed, extra)
+        self.proc = ctx.Process(target=_serve, args=args, daemon=True)
         self.proc.start()
         self.url, self.objects = self.recv()
         self.rv = 0

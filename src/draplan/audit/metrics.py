@@ -382,16 +382,18 @@ class _Collector:
 
 
 def workload_shapes(
-    state: ClusterState, classes: Collection[str] | None = None
+    state: ClusterState,
+    classes: Collection[str] | None = None,
+    memo: MetricsMemo | None = None,
 ) -> list[tuple[RequestShape, float]]:
     """The typical shapes of the state's pods over the accelerator `classes` (default: every
     class that selects an accelerator): the most common shapes of running and pending pods
     until they cover 95 % of them, and every pending shape, weighted by their share of those
-    pods."""
+    pods. A `memo` kept between calls keeps each pod's shape while it and its claims stay."""
     if classes is None:
         views = (v for name in sorted(state.slices.keys()) for v in state.slice_devices(name))
         classes = accelerator_classes(state.device_classes, views)
-    return typical(*MetricsMemo().shapes(state, classes))
+    return typical(*(memo or MetricsMemo()).shapes(state, classes))
 
 
 def _scaled(cost: float | None, share: float) -> float | None:

@@ -15,7 +15,7 @@ whole, each in one topology domain (a fresh one when no partly filled domain has
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
@@ -151,11 +151,17 @@ class Budget:
     (Cluster Autoscaler caps a scale-up at a limit instead of dropping it)."""
 
     def __init__(
-        self, state: ClusterState, pools: Sequence[NodePool], limits: Limits, cost: float
+        self,
+        state: ClusterState,
+        pools: Sequence[NodePool],
+        limits: Limits,
+        cost: float,
+        sizes: Mapping[str, int] | None = None,
     ) -> None:
+        """`sizes`: each pool's existing nodes, if the caller counted them (`pool_sizes`)."""
         self.limits = limits
         self.pool_room = {
-            p.metadata.name: max(0, p.spec.max_nodes - len(pool_members(state, p))) for p in pools
+            p.metadata.name: max(0, p.spec.max_nodes - _size(state, p, sizes)) for p in pools
         }
         self.nodes_left = None
         if limits.max_nodes_total is not None:
@@ -203,6 +209,12 @@ class Budget:
         return other
 
 
+def _size(state: ClusterState, pool: NodePool, sizes: Mapping[str, int] | None) -> int:
+    if sizes is None:
+        return len(pool_members(state, pool))
+    return sizes.get(pool.metadata.name, 0)
+
+
 class ScaleUpPlanner:
     """Plans node additions for the pending pods of a state, with one scheduler profile."""
 
@@ -224,6 +236,9 @@ class ScaleUpPlanner:
         # Set by an autoscaler that plans one state again and again: the previous plan's
         # placements on existing nodes, repeated where nothing changed.
         self.existing: ExistingFit | None = None
+        # Set by a caller that counted every pool's existing nodes of the state `node_set` is
+        # asked on (`pool_sizes`; the expander's judge, for many options on one state).
+        self.pool_sizes: Mapping[str, int] | None = None
 
     @property
     def capacities(self) -> dict[tuple[str, bytes], Capacity]:
@@ -755,7 +770,7 @@ class ScaleUpPlanner:
             return None
         self.estimator.new_round()
         own = costopt.own_costs(len(classes), self.pools, _price, _per_node(caps))
-        budget = Budget(state, self.pools, self.limits, 0.0)
+        budget = Budget(state, self.pools, self.limits, 0.0, self.pool_sizes)
         chosen = self._by_node(state, classes, caps, own, budget.copy())
         if chosen is None:
             chosen, _ = self._cheapest(state, classes, caps, budget)

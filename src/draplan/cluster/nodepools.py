@@ -33,13 +33,38 @@ PROVIDER_POOL_LABELS = (*NODE_GROUP_LABELS, "node.kubernetes.io/instance-type")
 
 def node_pool(state: ClusterState, node: Node) -> NodePool | None:
     """The NodePool `node` belongs to, if any."""
+    return _node_pool(state, node, _copied(state))
+
+
+def pool_sizes(state: ClusterState) -> dict[str, int]:
+    """Each pool's existing nodes (`node_pool`'s rule) counted in one pass over the nodes, for
+    callers that need many pools' counts of one state."""
+    copied = _copied(state)
+    sizes: dict[str, int] = {}
+    for node in state.nodes.values():
+        pool = _node_pool(state, node, copied)
+        if pool is not None:
+            sizes[pool.metadata.name] = sizes.get(pool.metadata.name, 0) + 1
+    return sizes
+
+
+def _copied(state: ClusterState) -> dict[str, NodePool]:
+    """The pools by the node they copy (`fromNode`), the first of several."""
+    out: dict[str, NodePool] = {}
+    for pool in state.node_pools.values():
+        if pool.spec.from_node:
+            out.setdefault(pool.spec.from_node, pool)
+    return out
+
+
+def _node_pool(state: ClusterState, node: Node, copied: dict[str, NodePool]) -> NodePool | None:
     labels = node.metadata.labels
     named = state.node_pools.get(labels.get(POOL_LABEL, ""))
     if named is not None:
         return named
-    for pool in state.node_pools.values():
-        if pool.spec.from_node == node.metadata.name:
-            return pool
+    copying = copied.get(node.metadata.name)
+    if copying is not None:
+        return copying
     for key in PROVIDER_POOL_LABELS:
         by_label = state.node_pools.get(labels.get(key, ""))
         if by_label is not None:

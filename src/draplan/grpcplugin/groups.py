@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import msgspec
@@ -59,9 +59,12 @@ class GroupView:
     own: bool
 
 
-def _with_room(state: ClusterState, pool: NodePool, room: int) -> NodePool:
+def _with_room(
+    state: ClusterState, pool: NodePool, room: int, sizes: Mapping[str, int] | None
+) -> NodePool:
     """`pool` allowed `room` nodes more than it has (CA has checked its own limits)."""
-    most = len(pool_members(state, pool)) + room
+    has = len(pool_members(state, pool)) if sizes is None else sizes.get(pool.metadata.name, 0)
+    most = has + room
     return msgspec.structs.replace(pool, spec=msgspec.structs.replace(pool.spec, max_nodes=most))
 
 
@@ -128,22 +131,26 @@ def _member(state: ClusterState, gid: GroupId, node: Node) -> bool:
 
 
 def node_group_view(
-    state: ClusterState, gid: GroupId, template: Node | None, room: int
+    state: ClusterState,
+    gid: GroupId,
+    template: Node | None,
+    room: int,
+    sizes: Mapping[str, int] | None = None,
 ) -> GroupView:
     """The view of group `gid` (CA's `template`, if sent), as a NodePool allowed `room` new
-    nodes."""
+    nodes; `sizes`: each pool's existing nodes, if the caller counted them (`pool_sizes`)."""
     found = next(_by_id(state, gid), None)
     if found is None and template is not None:
         pool = _by_template(state, template)
         if pool is not None:
             found = pool, f"pool {pool.metadata.name} (the template node's labels)"
     if found is not None:
-        return GroupView(_with_room(state, found[0], room), found[1], True)
+        return GroupView(_with_room(state, found[0], room, sizes), found[1], True)
     meta = ObjectMeta(name=_local_name(gid))
     sibling = next((n for _, n in sorted(state.nodes.items()) if _member(state, gid, n)), None)
     if sibling is not None:
         spec = NodePoolSpec(price_per_hour=_price(state, sibling), from_node=sibling.metadata.name)
-        pool = _with_room(state, NodePool(metadata=meta, spec=spec), room)
+        pool = _with_room(state, NodePool(metadata=meta, spec=spec), room, sizes)
         how = f"a copy of its node {sibling.metadata.name} and its ResourceSlices"
         return GroupView(pool, how, True)
     if template is None:

@@ -16,12 +16,13 @@ at CA's node count, then the accelerators the new nodes strand by the FGD measur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.audit.metrics import workload_shapes
+from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import StrandedMeter, accelerator_classes
 from draplan.autoscaler.ca import CAOption, least_waste
 from draplan.autoscaler.estimator import Capacity, PodClass
@@ -31,6 +32,7 @@ from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.scaleup import ScaleUpPlanner
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.autoscaler.utilization import waste
+from draplan.cluster.nodepools import pool_sizes
 from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.grpcplugin.groups import GroupView, node_group_view
@@ -105,10 +107,10 @@ def _add_pending(state: ClusterState, pods: Sequence[Pod]) -> None:
             state.pods[key] = pod
 
 
-def _meter(state: ClusterState) -> StrandedMeter:
+def _meter(state: ClusterState, memo: MetricsMemo) -> StrandedMeter:
     views = (v for name in sorted(state.slices.keys()) for v in state.slice_devices(name))
     classes = accelerator_classes(state.device_classes, views)
-    return StrandedMeter(classes, workload_shapes(state, classes))
+    return StrandedMeter(classes, workload_shapes(state, classes, memo))
 
 
 def _needs_devices(pod: Pod, template: Node | None) -> bool:
@@ -130,6 +132,8 @@ class Judge:
         self.scheduler = scheduler
         self.quiet = Scheduler(scheduler.profile, gangs=scheduler.gangs, explain=False)
         self.chain = tuple(chain)
+        # The pods' shapes, kept from request to request (the cluster's pods mostly stay).
+        self._shapes = MetricsMemo()
 
     def answer(self, state: ClusterState, candidates: Sequence[Candidate]) -> Answer:
         """Every candidate judged in a fork of `state` (left as it was), the kept ranked."""
@@ -137,7 +141,8 @@ class Judge:
         with state.forked():
             for c in candidates:
                 _add_pending(state, c.pods)
-            meter = _meter(state)
+            meter = _meter(state, self._shapes)
+            sizes = pool_sizes(state)  # one pass over the nodes for every option
             memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
             # CA offers the same pods to many groups: their gangs and classes are found once.
             sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
@@ -148,7 +153,7 @@ class Judge:
                     pods = [state.pods[k] for k in keys]
                     gangs, _ = sorting.units(state, pods)
                     sorted_pods[keys] = (gangs, sorting.classes(state, pods))
-                verdicts.append(self._judge(state, c, meter, memo, *sorted_pods[keys]))
+                verdicts.append(self._judge(state, c, meter, sizes, memo, *sorted_pods[keys]))
         kept = []
         for now in (True, False):
             these = [v.option for v in verdicts if v.option is not None and (v.placed > 0) == now]
@@ -167,6 +172,7 @@ class Judge:
         state: ClusterState,
         c: Candidate,
         meter: StrandedMeter,
+        sizes: Mapping[str, int],
         memo: dict[tuple[str, bytes], Capacity],
         gangs: list[Gang],
         classes: list[PodClass],
@@ -175,7 +181,8 @@ class Judge:
         if not c.pods or c.node_count <= 0:
             return Verdict(c, None, "the option names no pods or no nodes", judged=False)
         # Room for draplan's own estimate: each pod on a node of its own at worst.
-        view = node_group_view(state, parse(c.group_id), c.template, c.node_count + len(c.pods))
+        room = c.node_count + len(c.pods)
+        view = node_group_view(state, parse(c.group_id), c.template, room, sizes)
         if view.pool is None:
             why = "nothing says what a node of the group looks like (no pool, node or template)"
             return Verdict(c, None, why, judged=False)
@@ -184,6 +191,7 @@ class Judge:
             return Verdict(c, None, why, view.how, judged=False)
         planner = ScaleUpPlanner(self.scheduler, [view.pool], Limits(), self.chain, self.quiet)
         planner.capacities = memo
+        planner.pool_sizes = sizes
         if gangs:
             pods = [state.pods[k] for k in sorted({key_of(p) for p in c.pods})]
             return self._build_all(state, c, planner, pods, gangs, view, meter)

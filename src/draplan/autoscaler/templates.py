@@ -253,11 +253,15 @@ def _make_node(
 
 class NodeNamer:
     """Names and topology domains for new nodes: domains fill up to nodesPerDomain, then a new
-    domain opens. Existing nodes of the pool count toward their domains."""
+    domain opens. Existing nodes of the pool count toward their domains. A name is new if no
+    node of the state has it and it was not given before (while it is used, the state's nodes
+    change only by the nodes it names: read in place, not copied, as it is made many times
+    per plan on thousands of nodes)."""
 
     def __init__(self, state: ClusterState, pool: NodePool) -> None:
         self.pool = pool
-        self.taken = set(state.nodes.keys())
+        self.nodes = state.nodes
+        self.given: set[str] = set()
         self.counter = 0
         self.fill: dict[str, Counter[str]] = {}
         for topo in pool.spec.topology:
@@ -271,10 +275,9 @@ class NodeNamer:
         """A new node's name and domain labels: the domain `domains` names for a key, else
         the first one with room, else a new one."""
         base = self.pool.metadata.name
-        while f"{base}-{self.counter}" in self.taken:
+        while (name := f"{base}-{self.counter}") in self.given or name in self.nodes:
             self.counter += 1
-        name = f"{base}-{self.counter}"
-        self.taken.add(name)
+        self.given.add(name)
         labels = {}
         for topo in self.pool.spec.topology:
             fill = self.fill[topo.key]

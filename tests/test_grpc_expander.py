@@ -20,12 +20,14 @@ import pytest
 from ca_requests import field, varint
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.meta import KubeStruct
-from draplan.autoscaler.templates import NodeNamer, make_node
-from draplan.cluster.state import ClusterState
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node
+from draplan.cluster.state import ClusterState, key_of
 from draplan.grpcplugin.decode import node_from_bytes, pod_from_bytes
 from draplan.grpcplugin.encode import node_message, pod_message
+from draplan.grpcplugin.judge import Judge
 from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
-from draplan.grpcplugin.server import TLSRequired, add_expander, new_server
+from draplan.grpcplugin.server import TLSRequired, add_expander, candidates, new_server
+from draplan.scheduler import Scheduler, build_profile
 from draplan.sources import load_objects
 from scale_scenarios import load, scenario_gang
 
@@ -358,3 +360,40 @@ def test_the_command_serves_cluster_autoscaler(tls: tuple[str, str, bytes]) -> N
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_kept_judge_answers_as_a_fresh_one_request_after_request() -> None:
+    """The judge keeps pool sizes per call and the pods' shapes and one node's capacities
+    between calls: after each change of the cluster (a node of a group joins,
+    a pending pod goes, another comes) and for each request, it answers as a fresh judge."""
+    state = _state()
+    kept = Judge(Scheduler(build_profile()))
+    pending = [p for _, p in sorted(state.pods.items())]
+
+    def verdicts(judge: Judge, options: list[tuple[str, int]]) -> list[tuple[str, str]]:
+        answer = judge.answer(state, candidates(request(state, options, pending)))
+        every = answer.kept + answer.dropped + answer.unjudged
+        return [(v.candidate.group_id, v.debug()) for v in every]
+
+    def compare() -> None:
+        for options in (
+            [(g, 1) for g in sorted(state.node_pools)],
+            [(g, 3) for g in sorted(state.node_pools)],
+        ):
+            assert verdicts(kept, options) == verdicts(Judge(Scheduler(build_profile())), options)
+
+    compare()
+    compare()  # the same requests again: answered from what was kept
+    pool = state.node_pools[sorted(state.node_pools)[-1]]
+    name, labels = NodeNamer(state, pool).next()
+    add_new_node(state, make_node(state, pool, name, labels))
+    compare()
+    gone = pending.pop()
+    state.remove_pod(key_of(gone))
+    compare()
+    back = msgspec.structs.replace(
+        gone, metadata=msgspec.structs.replace(gone.metadata, name="again")
+    )
+    state.put_pod(back)
+    pending.append(back)
+    compare()

@@ -247,6 +247,7 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
         nodes, 8, min(0.5, 20_000 / (nodes * 8)), 16, (_node_pools(groups), *templates)
     )
     published: list[Answers] = []
+    judged: list[float] = []
     out: dict[str, Any] = {"liveNodes": nodes, "churnPerSecond": CHURN}
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
@@ -261,7 +262,19 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
             wait_for(lambda: model.health().ready, timeout=900)
             loop.start()
             wait_for(loop.first_answers.is_set, timeout=900, what="the first audit")
-            # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander).
+            # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander); the time
+            # each call spends judging (under the audit loop's lock) is noted beside.
+            judge = Judge(Scheduler(auditor.profile))
+            answer = judge.answer
+
+            def timed(state: ClusterState, offered: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return answer(state, offered)
+                finally:
+                    judged.append(time.perf_counter() - start)
+
+            judge.answer = timed  # type: ignore[method-assign]
             server = new_server()
             port = add_expander(
                 server,
@@ -270,7 +283,7 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
                 None,
                 lambda: loop.state,
                 insecure=True,
-                judge=Judge(Scheduler(auditor.profile)),
+                judge=judge,
                 lock=loop.state_lock,
             )
             server.start()
@@ -297,6 +310,7 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
     for options, pods in sizes:
         mine = [c for c in calls if c[:2] == (options, pods)]
         seconds = [c[3] for c in mine]
+        judging = [judged[i] for i, c in enumerate(calls) if c[:2] == (options, pods)]
         target = 1.0 if (options, pods) == (50, 200) else 3.0
         runs.append(
             {
@@ -304,12 +318,16 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
                 "podsPerOption": pods,
                 "requestMiB": mine[0][2],
                 "seconds": [round(t, 3) for t in seconds],
+                # Of which judging, under the lock (the rest: the wire, decoding, the wait
+                # for the audit step in progress).
+                "judgingSeconds": [round(t, 3) for t in judging],
                 "targetSeconds": target,
                 "withinTarget": max(seconds) <= target,
                 "best": mine[0][4],
             }
         )
     out["bestOptions"] = runs
+    out["auditSecondsP50"] = round(sorted(a.seconds for a in published)[len(published) // 2], 3)
     out["peakRSSMiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     out["loadAverage"] = round(os.getloadavg()[0], 2)
     return out

@@ -363,8 +363,8 @@ def test_the_command_serves_cluster_autoscaler(tls: tuple[str, str, bytes]) -> N
 
 
 def test_a_kept_judge_answers_as_a_fresh_one_request_after_request() -> None:
-    """The judge keeps pool sizes per call and the pods' shapes and one node's capacities
-    between calls: after each change of the cluster (a node of a group joins,
+    """The judge counts the pools' nodes once per call and keeps the pods' shapes between
+    calls: after each change of the cluster (a node of a group joins,
     a pending pod goes, another comes) and for each request, it answers as a fresh judge."""
     state = _state()
     kept = Judge(Scheduler(build_profile()))

@@ -40,7 +40,6 @@ from draplan.grpcplugin.ids import parse
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang
 
-CAPACITIES_KEPT = 1 << 14
 # Resources every node template states, so a pod asking only for these is judged right on
 # CA's template node alone.
 _PLAIN = ("cpu", "memory", "ephemeral-storage", "pods")
@@ -135,11 +134,6 @@ class Judge:
         self.chain = tuple(chain)
         # The pods' shapes, kept from request to request (the cluster's pods mostly stay).
         self._shapes = MetricsMemo()
-        # Per group and pod shape, how many pods one new node holds: keyed by a digest of the
-        # group's pool and the cluster-wide changes (`Estimator.pool_key`), so kept from
-        # request to request as the Autoscaler keeps them from plan to plan; dropped whole
-        # when full (CA asks about the same groups and pods loop after loop).
-        self._capacities: dict[tuple[str, bytes], Capacity] = {}
 
     def answer(self, state: ClusterState, candidates: Sequence[Candidate]) -> Answer:
         """Every candidate judged in a fork of `state` (left as it was), the kept ranked."""
@@ -149,9 +143,7 @@ class Judge:
                 _add_pending(state, c.pods)
             meter = _meter(state, self._shapes)
             sizes = pool_sizes(state)  # one pass over the nodes for every option
-            if len(self._capacities) > CAPACITIES_KEPT:
-                self._capacities.clear()
-            memo = self._capacities
+            memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
             # CA offers the same pods to many groups: their gangs and classes are found once.
             sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
             sorted_pods: dict[tuple[ObjectKey, ...], tuple[list[Gang], list[PodClass]]] = {}

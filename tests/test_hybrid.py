@@ -67,6 +67,9 @@ def test_kueue_trainers_preempt_one_by_one_and_nothing_is_added_for_them(run_cli
     quiet |= {p["pod"] for p in scale["clusterAutoscaler"]["notTriggerScaleUp"]}
     assert not any(k.startswith("ml-train/llama-sft") for k in quiet)
     assert not scale["clusterAutoscaler"].get("scaleUp")
+    table = run_cli("scale", "-f", CLUSTER).out.splitlines()
+    rows = [line.split(None, 2) for line in table if " llama-sft-" in line]
+    assert len(rows) == 2 and all(r[2].startswith("nominated to ip-10-20-8-") for r in rows)
 
 
 def test_draplans_gang_policy_fills_the_pool_and_names_its_limit(run_cli: Any) -> None:

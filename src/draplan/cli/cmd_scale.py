@@ -210,7 +210,7 @@ def scale(
                 "still pending",
                 ["NAMESPACE", "NAME", "REASON"] + (["AUTOSCALER"] if why_pools else []),
                 [
-                    [*p["pod"].split("/", 1), p["reason"].get("message", "")]
+                    [*p["pod"].split("/", 1), _reason_text(p["reason"], why_pools)]
                     + ([p["reason"].get("autoscaler", "")] if why_pools else [])
                     for p in doc["pending"]
                 ],
@@ -232,6 +232,15 @@ def scale(
                 ["NAMESPACE", "NAME", "REASON"],
                 [(*key_of(p), gate_text(p)) for p in gated],
             )
+
+
+def _reason_text(reason: dict[str, Any], autoscaler_column: bool) -> str:
+    """A pod nominated to a node has no scheduler message now (it binds there once its
+    victims are gone): without the AUTOSCALER column, the autoscaler's words say why it pends."""
+    message = str(reason.get("message", ""))
+    if message or autoscaler_column:
+        return message
+    return str(reason.get("autoscaler", ""))
 
 
 def _moves_table(title: str, moves: list[dict[str, Any]], wide: bool) -> None:

@@ -174,7 +174,7 @@ class Scheduler:
         local_shape = (
             shape if local == extra else _shape(pod, requests, bare.nonzero, claims, local)
         )
-        info = PodInfo(pod, key_of(pod), requests, shape, features, local_shape)
+        info = PodInfo(pod, key_of(pod), requests, shape, features, local_shape, tuple(local))
         status = status.with_plugin(DYNAMIC_RESOURCES)
         if status.code == Code.SKIP:
             cycle.skip_filter.add(DYNAMIC_RESOURCES)

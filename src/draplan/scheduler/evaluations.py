@@ -259,8 +259,9 @@ def evaluation_key(pod: PodInfo, claims: Sequence[ResourceClaim]) -> bytes:
         else ("pending", None if not c.status.reserved_for else key_of(c), c.spec)
         for c in claims
     ]
-    # With the node-local shape after it: what plugins add to it (pod_shape) stays apart.
-    return b"m" + encode_shape(pod.pod, pod.requests, pod.nonzero, claim_shapes) + local
+    # What the node-local plugins add (pod_shape) keeps pods apart; the claims' names do not
+    # (the local shape names them, so appending it kept every named claim a shape of its own).
+    return b"m" + encode_shape(pod.pod, pod.requests, pod.nonzero, claim_shapes, pod.local_extra)
 
 
 def _anonymous_named(claim: ResourceClaim) -> bool:

@@ -153,6 +153,8 @@ class PodInfo:
     # What the node-local plugins read of the pod (the shape without what only cluster
     # plugins add): their answers, cached per node, are shared by pods equal here.
     local_shape: bytes = b""
+    # What the node-local plugins add to it (`pod_shape`), for keys built from other parts.
+    local_extra: tuple[object, ...] = ()
 
     @property
     def label(self) -> str:

@@ -165,3 +165,17 @@ def test_simulate_first_pass_adds_what_scale_adds(run_cli: Any, cluster: tuple[P
     sim._tick()
     added = Counter(pool for _, pool, _ in sim.upcoming.values())
     assert added == Counter({u["pool"]: u["add"] for u in scale["scaleUp"]})
+
+
+def test_no_pool_verdict_quotes_the_filters_not_the_postfilter(
+    run_cli: Any, cluster: tuple[Path, Path]
+) -> None:
+    """What a pool's empty node lacks is the filters' answer; DynamicResources' and
+    preemption's PostFilter words belong to kube-scheduler's message on the cluster, which
+    `schedule` shows, not to a NodePool's template."""
+    why = _answers(run_cli, cluster)["why"]
+    verdicts = [p for p in why["pods"] if p["category"] == "NoPoolCanFit"]
+    assert verdicts
+    for p in verdicts:
+        for words in ("no new claims to deallocate", "still not schedulable", "preemption:"):
+            assert words not in p["message"], p

@@ -21,6 +21,7 @@ from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Profile, Scheduler
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
 from draplan.scheduler.plugins.nodeaffinity import pod_matches_node
+from draplan.scheduler.reasons import FitReason
 
 WAITING = "WaitingForScaleUp"
 LIMITED = "PoolLimitReached"
@@ -253,8 +254,7 @@ class PoolAdvisor:
                         error = allocation_error(self.state, new.node, claims, self.profile)
                         if error:
                             out.errors[name] = error
-                reason = result.reason.to_dict() if result.reason else {}
-                out.reasons[name] = out.errors.get(name) or _why_not(reason, node)
+                out.reasons[name] = out.errors.get(name) or _why_not(result.reason, node)
             self._misses[shape] = out
         return self._misses[shape]
 
@@ -271,11 +271,14 @@ class Misses:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def _why_not(reason: dict[str, Any], node: str) -> str:
-    detail = reason.get("evidence", {}).get("allocator", {}).get(node)
+def _why_not(reason: FitReason | None, node: str) -> str:
+    """What the pool's empty node lacks: the filters' words, not the PostFilter plugins'."""
+    if reason is None:
+        return "it fits"
+    detail = reason.evidence.get("allocator", {}).get(node)
     if detail:
         return str(detail["message"]).replace(f" on node {node}", "")
-    return _ONE_NODE.sub("", str(reason.get("message", "it fits"))).rstrip(".")
+    return _ONE_NODE.sub("", reason.filtered).rstrip(".")
 
 
 def _by_pod(plan: Plan) -> dict[ObjectKey, Option]:

@@ -20,13 +20,12 @@ from itertools import combinations
 import msgspec
 
 from draplan.api.core_v1 import Pod
-from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.drain import SAFE_TO_EVICT
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
-from draplan.scheduler.claims import release_claims
+from draplan.scheduler.claims import held_claims, release_claims
 from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
@@ -44,15 +43,6 @@ def unlabel(text: str) -> ObjectKey:
     """The key a `label` names."""
     namespace, _, name = text.partition("/")
     return (namespace, name)
-
-
-def claims_of(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
-    """The claims a pod names or had generated, as they are in the state."""
-    pod = state.pods[key]
-    names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
-    names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
-    found = (state.claims.get((key[0], n)) for n in sorted(names - {""}))
-    return [c for c in found if c is not None]
 
 
 def movable(pod: Pod) -> bool:
@@ -80,7 +70,7 @@ def movable(pod: Pod) -> bool:
 def release(state: ClusterState, keys: set[ObjectKey]) -> str:
     """scheduler.claims.release_claims over the claims of `keys` only, found through the pods
     (not by walking every claim)."""
-    return release_claims(state, keys, [c for k in sorted(keys) for c in claims_of(state, k)])
+    return release_claims(state, keys, [c for k in sorted(keys) for c in held_claims(state, k)])
 
 
 class Mover:
@@ -150,7 +140,7 @@ class Mover:
         """Devices allocated to the pod's claims."""
         return sum(
             len(c.status.allocation.devices.results)
-            for c in claims_of(self.state, key)
+            for c in held_claims(self.state, key)
             if c.status.allocation is not None
         )
 

@@ -180,6 +180,15 @@ def group_claims(state: ClusterState, pod: Pod) -> tuple[PodGroupV1Beta1 | None,
     }
 
 
+def held_claims(state: ClusterState, key: ObjectKey) -> list[ResourceClaim]:
+    """The claims a pod names or had generated, as they are in the state, by name."""
+    pod = state.pods[key]
+    names = {r.resource_claim_name or "" for r in pod.spec.resource_claims}
+    names |= {s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+    found = (state.claims.get((key[0], n)) for n in sorted(names - {""}))
+    return [c for c in found if c is not None]
+
+
 def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:
     """The pod's claims in spec.resourceClaims order; a template claim not yet created is built
     from its template (as the controller would create it), once for a whole PodGroup when the

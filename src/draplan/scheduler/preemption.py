@@ -26,6 +26,7 @@ from draplan.api.resource_v1 import ResourceClaim
 from draplan.api.scheduling import PodGroupV1Beta1, PriorityClass
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler.claims import held_claims
 from draplan.scheduler.framework import (
     Code,
     CycleState,
@@ -549,15 +550,8 @@ def claims_of(
     state: ClusterState, victims: Sequence[Victim]
 ) -> dict[ObjectKey, tuple[ResourceClaim, ...]]:
     """Each victim pod's claims as the state holds them (to put back after a trial)."""
-    out: dict[ObjectKey, tuple[ResourceClaim, ...]] = {}
-    for victim in victims:
-        for pod in victim.pods:
-            ns = pod.metadata.namespace
-            names = {s.resource_claim_name for s in pod.status.resource_claim_statuses}
-            names |= {r.resource_claim_name for r in pod.spec.resource_claims}
-            held = sorted(n for n in names if n and (ns, n) in state.claims)
-            out[key_of(pod)] = tuple(state.claims[(ns, n)] for n in held)
-    return out
+    keys = (key_of(pod) for victim in victims for pod in victim.pods)
+    return {key: tuple(held_claims(state, key)) for key in keys}
 
 
 def take(state: ClusterState, pod: Pod, free_devices: bool) -> None:

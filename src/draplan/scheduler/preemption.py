@@ -91,6 +91,15 @@ def terminating_by_preemption(pod: Pod) -> bool:
     return cond is not None and cond.status == "True" and cond.reason == BY_SCHEDULER
 
 
+def terminating_on(state: ClusterState, units: Victims, node: str, mine: int) -> bool:
+    """A unit of lower priority than `mine` on `node` is still terminating by preemption (an
+    earlier preemption is under way there)."""
+    return any(
+        units.unit(other).priority < mine and terminating_by_preemption(other)
+        for other in (state.pods[key] for key in state.node_pods.get(node) or ())
+    )
+
+
 # --- who is a victim -----------------------------------------------------------------------
 
 
@@ -437,11 +446,7 @@ class DefaultPreemption:
         status = statuses.get(nominated)
         if status is None or status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             return ""
-        for key in state.node_pods.get(nominated) or ():
-            other = state.pods[key]
-            if units.unit(other).priority < mine and terminating_by_preemption(other):
-                return TERMINATING
-        return ""
+        return TERMINATING if terminating_on(state, units, nominated, mine) else ""
 
     def _dry_run(
         self,

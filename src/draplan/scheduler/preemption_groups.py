@@ -30,7 +30,7 @@ from draplan.scheduler.preemption import (
     preemption_policy,
     restore,
     take,
-    terminating_by_preemption,
+    terminating_on,
 )
 from draplan.scheduler.preemption_victims import Victim, in_order, split_by_budget
 
@@ -110,10 +110,8 @@ def _ineligible(state: ClusterState, units: Victims, pods: Sequence[Pod], mine: 
     if any(preemption_policy(p, units.classes) == "Never" for p in pods):
         return NEVER
     for node in sorted({p.status.nominated_node_name for p in pods} - {""}):
-        for key in state.node_pods.get(node) or ():
-            other = state.pods[key]
-            if units.unit(other).priority < mine and terminating_by_preemption(other):
-                return TERMINATING
+        if terminating_on(state, units, node, mine):
+            return TERMINATING
     return ""
 
 

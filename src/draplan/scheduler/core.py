@@ -33,6 +33,7 @@ from draplan.scheduler.framework import (
     unschedulable,
 )
 from draplan.scheduler.gangs import Gang, find_gangs, kube_gangs, pinned_domains
+from draplan.scheduler.nominated import nominees
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
 from draplan.scheduler.preemption import DefaultPreemption, evict, workload_group
@@ -232,7 +233,7 @@ class Scheduler:
             return lane.schedule_pod(state, pod, candidates)
         own = key_of(pod)
         aside = []
-        if next(state.held.items(), None) is not None:
+        if nominees(state):
             classes, default = priority_table(state)
             mine = priority_of(pod, classes, default)
             aside = [

@@ -423,8 +423,12 @@ class DefaultPreemption:
         """The dry-run failures kept for this state while its other objects (priority
         classes, budgets, PodGroups) stay as they were."""
         seen = self._seen
-        same = seen is not None and seen[0] is state and seen[1] is state.others
-        if not same or seen is None or seen[2] != len(state.others):
+        if (
+            seen is None
+            or seen[0] is not state
+            or seen[1] is not state.others
+            or seen[2] != len(state.others)
+        ):
             self._failures.clear()
         self._seen = (state, state.others, len(state.others))
         return self._failures

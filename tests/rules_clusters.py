@@ -20,16 +20,17 @@ from typing import Any
 
 from topology_clusters import (
     APPS,
-    CONTROL_PLANE,
     EXPORTER_PORT,
     NAMESPACES,
     RACK,
     ZONE,
     ZONES,
     _affinity,
+    _exporter,
     _node,
     _pod,
     _spread,
+    _tainted_nodes,
     _term,
 )
 
@@ -199,36 +200,13 @@ def cluster(seed: int) -> list[dict[str, Any]]:
         node["status"]["allocatable"]["pods"] = str(rng.choice((3, 5, 110)))
         docs.append(node)
         nodes.append(name)
-    cp = _node(
-        "control-plane-0",
-        {ZONE: "z1", CONTROL_PLANE: ""},
-        [{"key": CONTROL_PLANE, "effect": "NoSchedule"}],
-        8,
-    )
-    system = _node(
-        "system-0",
-        {ZONE: rng.choice(ZONES), "node-role.kubernetes.io/system": ""},
-        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
-        8,
-    )
-    docs += [cp, system]
+    docs += _tainted_nodes(rng)
     nodes += ["control-plane-0", "system-0"]
     if rng.random() < 0.4:
         cordoned = rng.choice([n for n in nodes if n.startswith("cpu")])
         next(d for d in docs if d["metadata"]["name"] == cordoned)["spec"]["unschedulable"] = True
     for n in nodes:
-        exporter = _pod(
-            f"node-exporter-{n}",
-            "monitoring",
-            {"app": "node-exporter"},
-            0,
-            node=n,
-            owner=("apps/v1", "DaemonSet", "node-exporter"),
-        )
-        exporter["spec"]["containers"][0]["ports"] = [
-            {"containerPort": EXPORTER_PORT, "hostPort": EXPORTER_PORT}
-        ]
-        exporter["spec"]["tolerations"] = [{"operator": "Exists"}]
+        exporter = _exporter(n)
         exporter["spec"]["priorityClassName"] = "system-node-critical"
         docs.append(exporter)
     workers = [n for n in nodes if not n.startswith(("control", "system"))]

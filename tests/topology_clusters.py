@@ -154,6 +154,40 @@ def _spread(rng: random.Random, app: str) -> list[dict[str, Any]]:
     return out
 
 
+def _tainted_nodes(rng: random.Random) -> list[dict[str, Any]]:
+    """A control-plane node and a system node, each with its taint."""
+    cp = _node(
+        "control-plane-0",
+        {ZONE: "z1", CONTROL_PLANE: ""},
+        [{"key": CONTROL_PLANE, "effect": "NoSchedule"}],
+        8,
+    )
+    system = _node(
+        "system-0",
+        {ZONE: rng.choice(ZONES), "node-role.kubernetes.io/system": ""},
+        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
+        8,
+    )
+    return [cp, system]
+
+
+def _exporter(node: str) -> dict[str, Any]:
+    """A node exporter DaemonSet's pod on `node`: it holds a host port and tolerates all taints."""
+    exporter = _pod(
+        f"node-exporter-{node}",
+        "monitoring",
+        {"app": "node-exporter"},
+        0,
+        node=node,
+        owner=("apps/v1", "DaemonSet", "node-exporter"),
+    )
+    exporter["spec"]["containers"][0]["ports"] = [
+        {"containerPort": EXPORTER_PORT, "hostPort": EXPORTER_PORT}
+    ]
+    exporter["spec"]["tolerations"] = [{"operator": "Exists"}]
+    return exporter
+
+
 def cluster(seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = [
@@ -201,19 +235,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
             labels[RACK] = f"r{rng.randint(1, 3)}"
         docs.append(_node(name, labels, [], rng.choice((4, 8, 16))))
         nodes.append(name)
-    cp = _node(
-        "control-plane-0",
-        {ZONE: "z1", CONTROL_PLANE: ""},
-        [{"key": CONTROL_PLANE, "effect": "NoSchedule"}],
-        8,
-    )
-    system = _node(
-        "system-0",
-        {ZONE: rng.choice(ZONES), "node-role.kubernetes.io/system": ""},
-        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
-        8,
-    )
-    docs += [cp, system]
+    docs += _tainted_nodes(rng)
     nodes += ["control-plane-0", "system-0"]
     if rng.random() < 0.5:
         cordoned = rng.choice([n for n in nodes if n.startswith("cpu")])
@@ -221,20 +243,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
             if d["kind"] == "Node" and d["metadata"]["name"] == cordoned:
                 d["spec"]["unschedulable"] = True
     # DaemonSet pods on every node: a node exporter holding a host port, tolerating all taints.
-    for n in nodes:
-        exporter = _pod(
-            f"node-exporter-{n}",
-            "monitoring",
-            {"app": "node-exporter"},
-            0,
-            node=n,
-            owner=("apps/v1", "DaemonSet", "node-exporter"),
-        )
-        exporter["spec"]["containers"][0]["ports"] = [
-            {"containerPort": 9100, "hostPort": EXPORTER_PORT}
-        ]
-        exporter["spec"]["tolerations"] = [{"operator": "Exists"}]
-        docs.append(exporter)
+    docs += [_exporter(n) for n in nodes]
     # Deployments: a ReplicaSet and a Service each, some replicas running.
     for app in APPS[:2]:
         ns = "serving" if app == "web" else "ml"

@@ -19,9 +19,7 @@ from draplan.audit.classifiers.base import Audit, Case
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.fixes import Fix, honored
 from draplan.audit.view import NEAREST
-from draplan.scheduler.plugins.nodeaffinity import pod_matches_node
-from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread
-from draplan.scheduler.plugins.tainttoleration import untolerated
+from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, included
 
 TAINTS, AFFINITY = "nodeTaintsPolicy", "nodeAffinityPolicy"
 
@@ -137,11 +135,8 @@ class SpreadPolicy:
 
 
 def _admits(pod: Pod, node: Node, policies: tuple[str, ...]) -> bool:
-    """matchNodeInclusionPolicies with `policies` Honor: the node passes the pod's taint
-    tolerations (NoSchedule / NoExecute) and its required node affinity."""
-    if TAINTS in policies and untolerated(node.spec.taints, pod.spec.tolerations):
-        return False
-    return not (AFFINITY in policies and not pod_matches_node(pod, node))
+    """matchNodeInclusionPolicies with `policies` Honor (the scheduler's rule)."""
+    return included(pod, node, AFFINITY in policies, TAINTS in policies)
 
 
 def _domains(nodes: list[Node], keys: set[str]) -> set[tuple[str, str]]:

@@ -191,12 +191,12 @@ def constraints_for(
     return tuple(_parsed(c, selector) for c in defaults)
 
 
-def included(c: Constraint, pod: Pod, node: Node) -> bool:
+def included(pod: Pod, node: Node, honor_affinity: bool, honor_taints: bool) -> bool:
     """matchNodeInclusionPolicies: Honor means the node must pass the pod's required node
     affinity (nodeSelector and affinity), or tolerate its NoSchedule / NoExecute taints."""
-    if c.honor_affinity and not pod_matches_node(pod, node):
+    if honor_affinity and not pod_matches_node(pod, node):
         return False
-    return not (c.honor_taints and untolerated(node.spec.taints, pod.spec.tolerations))
+    return not (honor_taints and untolerated(node.spec.taints, pod.spec.tolerations))
 
 
 def count_matching(pods: Iterable[Pod], selector: Selector, namespace: str) -> int:
@@ -341,7 +341,7 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
             return {
                 (i, labels[c.topology_key]): 1
                 for i, c in enumerate(constraints)
-                if included(c, pod, node)
+                if included(pod, node, c.honor_affinity, c.honor_taints)
             }
 
         return self.sums.get(state, spec, part).total
@@ -377,7 +377,7 @@ class PodTopologySpread(ClusterPlugin[FilterState, ScoreState]):
             if require_all and not all(k in labels for k in keys):
                 return out
             for i, c in enumerate(constraints):
-                if included(c, pod, node):
+                if included(pod, node, c.honor_affinity, c.honor_taints):
                     n = count_matching(pods, c.selector, namespace)
                     if n:
                         out[("c", i, labels.get(c.topology_key, ""))] = n

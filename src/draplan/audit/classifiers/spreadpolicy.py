@@ -58,13 +58,13 @@ class SpreadPolicy:
             for n in nodes
             if _admits(pod, n, tuple(p for p in (TAINTS, AFFINITY) if p not in policies))
         ]
-        ignored = sorted(_domains(counted, keys) - _domains(usable, keys))
+        counting = _domains(counted, keys)
+        ignored = sorted(counting - _domains(usable, keys))
         # Only the policies whose Ignore lets some of those domains count.
         policies = tuple(
             p
             for p in policies
-            if _domains(counted, keys)
-            - _domains([n for n in counted if _admits(pod, n, (p,))], keys)
+            if counting - _domains([n for n in counted if _admits(pod, n, (p,))], keys)
         )
         if not ignored or not policies:
             return None

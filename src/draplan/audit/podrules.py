@@ -5,14 +5,15 @@ too large, the pods holding a host port. For `why`'s evidence: computed for a fe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.plugins.interpodaffinity import InterPodAffinity, satisfies_affinity
 from draplan.scheduler.plugins.nodeports import conflicts, host_ports
-from draplan.scheduler.plugins.podaffinityterms import AffinityTerm, namespace_labels, pod_terms
+from draplan.scheduler.plugins.podaffinityterms import namespace_labels, pod_terms
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, count_matching
 
 HOLDERS = 3  # pods named per rule
@@ -51,22 +52,17 @@ def _sorted_pods(state: ClusterState, name: str) -> list[Pod]:
     return sorted(state.pods_on(name), key=key_of)
 
 
-def _domain_nodes(state: ClusterState, key: str, value: str) -> list[str]:
-    return sorted(n for n, node in state.nodes.items() if node.metadata.labels.get(key) == value)
-
-
-def _matching(
-    state: ClusterState, term: AffinityTerm, nodes: Iterable[str]
-) -> tuple[tuple[ObjectKey, str], ...]:
-    """The first pods on `nodes` the term selects, with their nodes."""
-    found: list[tuple[ObjectKey, str]] = []
-    for name in nodes:
+def _domain_pods(state: ClusterState, key: str, value: str) -> Iterator[tuple[Pod, str]]:
+    """The pods on the domain's nodes, in name order, with their nodes."""
+    nodes = (n for n, node in state.nodes.items() if node.metadata.labels.get(key) == value)
+    for name in sorted(nodes):
         for other in _sorted_pods(state, name):
-            if term.matches(other, namespace_labels(state, other.metadata.namespace)):
-                found.append((key_of(other), name))
-                if len(found) >= HOLDERS:
-                    return tuple(found)
-    return tuple(found)
+            yield other, name
+
+
+def _first(found: Iterable[tuple[Pod, str]]) -> tuple[tuple[ObjectKey, str], ...]:
+    """The first pods found, as holders of a rule."""
+    return tuple((key_of(other), name) for other, name in islice(found, HOLDERS))
 
 
 def affinity_holds(
@@ -110,7 +106,11 @@ def affinity_holds(
             value = labels.get(t.topology_key)
             if value is None or fs.anti.get((t.topology_key, value), 0) <= 0:
                 continue
-            holders = _matching(state, t, _domain_nodes(state, t.topology_key, value))
+            holders = _first(
+                (other, name)
+                for other, name in _domain_pods(state, t.topology_key, value)
+                if t.matches(other, namespace_labels(state, other.metadata.namespace))
+            )
             held.append(
                 Held(
                     "pod anti-affinity", f"{t.topology_key}={value}", t.selector.describe(), holders
@@ -164,21 +164,17 @@ def spread_holds(
             own = 1 if c.selector.matches(pod.metadata.labels) else 0
             if count + own - fs.minimum[i] <= c.max_skew:
                 continue
-            holders: list[tuple[ObjectKey, str]] = []
-            for name in _domain_nodes(state, c.topology_key, value):
-                for other in _sorted_pods(state, name):
-                    if len(holders) < HOLDERS and count_matching(
-                        [other], c.selector, pod.metadata.namespace
-                    ):
-                        holders.append((key_of(other), name))
+            holders = _first(
+                (other, name)
+                for other, name in _domain_pods(state, c.topology_key, value)
+                if count_matching([other], c.selector, pod.metadata.namespace)
+            )
             detail = (
                 f"{count} matching pod(s) there, the fewest in a domain {fs.minimum[i]}, "
                 f"maxSkew {c.max_skew}"
             )
             held.append(
-                Held(
-                    "topology spread", f"{c.topology_key}={value}", selector, tuple(holders), detail
-                )
+                Held("topology spread", f"{c.topology_key}={value}", selector, holders, detail)
             )
         if held:
             out[node.metadata.name] = held

@@ -20,8 +20,8 @@ from conftest import DATA, Run
 from draplan.api.codec import decode
 from draplan.api.core_v1 import Pod
 from draplan.api.resource_v1 import ResourceClaimTemplate
+from draplan.cluster.podresources import is_extended
 from draplan.migrate import CheckRow, Migration, migrate
-from draplan.migrate.mapping import is_device_resource
 from draplan.migrate.sites import pod_sites
 from draplan.sources.yamltext import MarkedLoader as Loader
 
@@ -87,7 +87,7 @@ def _without_devices(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _migrated_name(name: str) -> bool:
-    return is_device_resource(name) and not name.startswith("example.com/")
+    return is_extended(name) and not name.startswith("example.com/")
 
 
 def _without_claims(spec: dict[str, Any], templates: set[str]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from draplan.api.errors import BadInput
 from draplan.api.resource_v1 import DeviceClass
 from draplan.api.validation import check_dns_label, check_dns_subdomain
 from draplan.cel import CelError, compile_selector
+from draplan.cluster.podresources import is_extended
 from draplan.migrate.inputs import load_yaml_text
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -52,14 +53,6 @@ def request_base(resource: str) -> str:
     """A DNS label for a request: `nvidia.com/mig-1g.5gb` -> `mig-1g-5gb`."""
     name = _NOT_LABEL.sub("-", resource.rpartition("/")[2].lower()).strip("-")
     return name[:56].rstrip("-") or "device"
-
-
-def is_device_resource(name: str) -> bool:
-    """Extended resources carry a domain outside kubernetes.io; native ones never do."""
-    domain, slash, _ = name.partition("/")
-    if not slash or name.startswith("requests."):
-        return False
-    return domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
 
 
 class Mapping:
@@ -123,7 +116,7 @@ def load_mapping(path: str | None) -> Mapping:
 
 def _rule(resource: str, raw: Any, source: str) -> Rule:
     where = f"resources[{resource}]"
-    if not is_device_resource(resource):
+    if not is_extended(resource):
         raise BadInput("not an extended resource name (domain/name)", source=source, path=where)
     if isinstance(raw, str):
         raw = {"deviceClassName": raw}

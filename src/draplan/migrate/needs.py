@@ -7,7 +7,8 @@ from typing import Any
 
 from draplan.api.errors import BadInput
 from draplan.api.quantity import Quantity
-from draplan.migrate.mapping import Mapping, Rule, is_device_resource
+from draplan.cluster.podresources import is_extended
+from draplan.migrate.mapping import Mapping, Rule
 
 CONTAINER_FIELDS = ("initContainers", "containers")
 SECTIONS = ("limits", "requests")
@@ -63,7 +64,7 @@ def _container_needs(
     sections = _sections(container, cpath)
     names: dict[str, None] = {}  # ordered union: limits first, as kubectl shows them
     for values in sections.values():
-        names.update((str(k), None) for k in values if is_device_resource(str(k)))
+        names.update((str(k), None) for k in values if is_extended(str(k)))
     out = []
     for name in names:
         at = {s: f"{cpath}.resources.{s}[{name}]" for s in sections if name in sections[s]}

@@ -20,7 +20,13 @@ from itertools import combinations
 import msgspec
 
 from draplan.api.core_v1 import Pod
-from draplan.autoscaler.drain import SAFE_TO_EVICT
+from draplan.autoscaler.drain import (
+    MIRROR,
+    REPLICATED_KINDS,
+    SAFE_TO_EVICT,
+    controller_of,
+    is_daemonset_pod,
+)
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
@@ -30,9 +36,6 @@ from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
 MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
-MIRROR = "kubernetes.io/config.mirror"
-DAEMONSET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"
-REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
 
 
 def label(key: ObjectKey) -> str:
@@ -55,13 +58,14 @@ def movable(pod: Pod) -> bool:
     defaults), outside kube-system (rules/system; PodDisruptionBudgets are not read), not
     annotated safe-to-evict "false" (rules/notsafetoevict)."""
     notes = pod.metadata.annotations
-    controller = next((r.kind for r in pod.metadata.owner_references if r.controller), None)
-    if MIRROR in notes or controller == "DaemonSet" or notes.get(DAEMONSET_POD) == "true":
+    if MIRROR in notes or is_daemonset_pod(pod):
         return False
     if notes.get(SAFE_TO_EVICT) == "true":
         return True
+    controller = controller_of(pod)
     return (
-        controller in REPLICATED_KINDS
+        controller is not None
+        and controller[0] in REPLICATED_KINDS
         and pod.metadata.namespace != "kube-system"
         and notes.get(SAFE_TO_EVICT) != "false"
     )

@@ -17,6 +17,7 @@ from draplan.api.errors import BadInput
 from draplan.api.meta import ObjectMeta
 from draplan.api.nodepool import slice_documents, substitute
 from draplan.api.resource_v1 import ResourceSlice
+from draplan.autoscaler.drain import MIRROR, controller_of
 from draplan.cluster.nodepools import POOL_LABEL, node_pool
 from draplan.cluster.state import ClusterState
 
@@ -31,9 +32,6 @@ class NewNode:
     pods: tuple[Pod, ...] = ()
 
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror
-
-
 def node_daemons(state: ClusterState, source: Node, name: str) -> tuple[Pod, ...]:
     """The pods a copy of `source` called `name` starts with: as Cluster Autoscaler builds a
     template from an example node (simulator's TemplateNodeInfoFromExampleNodeInfo), the
@@ -42,9 +40,9 @@ def node_daemons(state: ClusterState, source: Node, name: str) -> tuple[Pod, ...
     out = []
     for pod in state.pods_on(source.metadata.name):
         meta = pod.metadata
-        owner = next((o for o in meta.owner_references if o.controller), None)
-        daemon = owner is not None and owner.kind == "DaemonSet"
-        if not daemon and MIRROR_ANNOTATION not in meta.annotations:
+        owner = controller_of(pod)
+        daemon = owner is not None and owner[0] == "DaemonSet"
+        if not daemon and MIRROR not in meta.annotations:
             continue
         out.append(
             msgspec.structs.replace(

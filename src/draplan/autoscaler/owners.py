@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.karpenter import NODEPOOL_LABEL, KarpenterNodePool
 from draplan.autoscaler.derived import DERIVED_FROM
@@ -78,26 +77,15 @@ def _candidates(state: ClusterState, pool: NodePool) -> Iterator[tuple[str, str]
             yield key, value
 
 
-def _outside(state: ClusterState, pool: NodePool) -> Iterator[dict[str, str]]:
-    """The labels of every node and pool template that is not `pool`'s."""
-    for node in state.nodes.values():
-        if node_pool(state, node) is not pool:
-            yield node.metadata.labels
-    for other in state.node_pools.values():
-        if other is not pool:
-            yield template_labels(state, other)
-
-
-def _members(state: ClusterState, pool: NodePool) -> list[Node]:
-    return [n for n in state.nodes.values() if node_pool(state, n) is pool]
-
-
 def selector(state: ClusterState, pool: NodePool) -> dict[str, str]:
     """One label that selects the pool's nodes and no other node or pool; {} if none does."""
-    members = _members(state, pool)
-    outside = list(_outside(state, pool))
+    members: list[dict[str, str]] = []
+    outside: list[dict[str, str]] = []  # the labels of every node and template not `pool`'s
+    for node in state.nodes.values():
+        (members if node_pool(state, node) is pool else outside).append(node.metadata.labels)
+    outside += (template_labels(state, o) for o in state.node_pools.values() if o is not pool)
     for key, value in _candidates(state, pool):
-        if all(n.metadata.labels.get(key) == value for n in members) and not any(
+        if all(labels.get(key) == value for labels in members) and not any(
             labels.get(key) == value for labels in outside
         ):
             return {key: value}

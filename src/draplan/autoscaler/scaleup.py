@@ -27,7 +27,7 @@ from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodCla
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import ClassOption, StepValue, choose, choose_by, class_score
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, EXPENDABLE_CUTOFF, Limits, Option
-from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_members
+from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_size
 from draplan.autoscaler.utilization import waste
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.podsmemo import PodsMemo
@@ -161,7 +161,7 @@ class Budget:
         """`sizes`: each pool's existing nodes, if the caller counted them (`pool_sizes`)."""
         self.limits = limits
         self.pool_room = {
-            p.metadata.name: max(0, p.spec.max_nodes - _size(state, p, sizes)) for p in pools
+            p.metadata.name: max(0, p.spec.max_nodes - pool_size(state, p, sizes)) for p in pools
         }
         self.nodes_left = None
         if limits.max_nodes_total is not None:
@@ -207,12 +207,6 @@ class Budget:
         other.__dict__.update(self.__dict__)
         other.pool_room = dict(self.pool_room)
         return other
-
-
-def _size(state: ClusterState, pool: NodePool, sizes: Mapping[str, int] | None) -> int:
-    if sizes is None:
-        return len(pool_members(state, pool))
-    return sizes.get(pool.metadata.name, 0)
 
 
 class ScaleUpPlanner:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,14 @@ def pool_members(state: ClusterState, pool: NodePool) -> list[Node]:
         for _, n in sorted(state.nodes.items())
         if (found := node_pool(state, n)) is not None and found.metadata.name == name
     ]
+
+
+def pool_size(state: ClusterState, pool: NodePool, sizes: Mapping[str, int] | None = None) -> int:
+    """The pool's existing nodes: as `sizes` counts them, if the caller counted every pool's
+    (`cluster.nodepools.pool_sizes`), else `pool_members`'."""
+    if sizes is None:
+        return len(pool_members(state, pool))
+    return sizes.get(pool.metadata.name, 0)
 
 
 def _template_from_node(

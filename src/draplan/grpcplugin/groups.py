@@ -33,7 +33,7 @@ from draplan.api.draplan_v1alpha1 import (
 )
 from draplan.api.meta import ObjectMeta
 from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID
-from draplan.autoscaler.templates import pool_members
+from draplan.autoscaler.templates import pool_size
 from draplan.cluster.nodepools import (
     NODE_GROUP_LABELS,
     POOL_LABEL,
@@ -63,8 +63,7 @@ def _with_room(
     state: ClusterState, pool: NodePool, room: int, sizes: Mapping[str, int] | None
 ) -> NodePool:
     """`pool` allowed `room` nodes more than it has (CA has checked its own limits)."""
-    has = len(pool_members(state, pool)) if sizes is None else sizes.get(pool.metadata.name, 0)
-    most = has + room
+    most = pool_size(state, pool, sizes) + room
     return msgspec.structs.replace(pool, spec=msgspec.structs.replace(pool.spec, max_nodes=most))
 
 

@@ -221,11 +221,15 @@ class Simulation:
 
     def _schedule(self) -> None:
         self.unscheduled = False
+        nodes = ""  # `_nodes`, said once for every pod this run leaves pending
         for r in self.scheduler.run(self.state):
             if not r.node:
                 job_name = self.job_of.get(r.key)
                 if job_name is not None and r.reason is not None:
-                    self.pending_reason[job_name] = self._reason(r.key, r.reason.message)
+                    nodes = nodes or self._nodes()
+                    key = r.key
+                    reason = f"{key[0]}/{key[1]} at {self.now:g}s ({nodes}): {r.reason.message}"
+                    self.pending_reason[job_name] = reason
                 continue
             self.rec.pod_bound(r.key, r.node, self.now)
             name = self.job_of.get(r.key)
@@ -239,12 +243,12 @@ class Simulation:
                 if job.deletion is None:
                     self._push(self.now + job.duration, FINISH, name)
 
-    def _reason(self, key: tuple[str, str], message: str) -> str:
+    def _nodes(self) -> str:
         """kube-scheduler's message counts the nodes that exist at that moment, the ones the
-        simulation added among them (not those still provisioning): say when, and how many."""
+        simulation added among them (not those still provisioning): a pending reason says
+        when, and how many."""
         added = sum(1 for name in self.state.nodes if name not in self.initial)
-        nodes = f"{added} of its {len(self.state.nodes)} nodes added by the simulation"
-        return f"{key[0]}/{key[1]} at {self.now:g}s ({nodes}): {message}"
+        return f"{added} of its {len(self.state.nodes)} nodes added by the simulation"
 
     def _pending(self) -> list[Pod]:
         return [p for p in self.state.pods.values() if is_waiting(p)]

@@ -46,7 +46,7 @@ from draplan.autoscaler.options import EXPENDABLE_CUTOFF
 from draplan.autoscaler.scaleup import expendable
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
-from draplan.cluster.nodepools import node_pool, pool_name
+from draplan.cluster.nodepools import node_pool, pool_name, pool_sizes
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
@@ -188,7 +188,7 @@ class _Pass:
         self.added_shapes = [node_shape(state, n) for n in added]
         self.pending = _distinct(state, scheduler, needs.pending)
         self.alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
-        self.members = Counter(pool_name(state, n) for n in state.nodes.values())
+        self.members = Counter(pool_sizes(state))  # node_pool's rule, the pools found once
         self.index = _Index(state)
         self.budgets = Budgets(state)
 

@@ -20,12 +20,10 @@ from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.cluster.state import ClusterState
 
 POOL_LABEL = "draplan.io/node-pool"
+EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
+GKE_NODEPOOL = "cloud.google.com/gke-nodepool"
 # Node-group labels of Karpenter, EKS managed node groups and GKE node pools.
-NODE_GROUP_LABELS = (
-    "karpenter.sh/nodepool",
-    "eks.amazonaws.com/nodegroup",
-    "cloud.google.com/gke-nodepool",
-)
+NODE_GROUP_LABELS = ("karpenter.sh/nodepool", EKS_NODEGROUP, GKE_NODEPOOL)
 # The instance type last, since it groups nodes of one shape when nothing better names the
 # group (it names a pool, but no pool is derived from it: it is not a group an autoscaler has).
 PROVIDER_POOL_LABELS = (*NODE_GROUP_LABELS, "node.kubernetes.io/instance-type")

@@ -20,6 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# The node-group labels `GroupId.node_group_label` is asked about, named here for its callers.
+from draplan.cluster.nodepools import EKS_NODEGROUP as EKS_NODEGROUP
+from draplan.cluster.nodepools import GKE_NODEPOOL as GKE_NODEPOOL
+
 CAPI_KINDS = ("MachineDeployment", "MachineSet", "MachinePool")
 _CAPI = re.compile(r"^(MachineDeployment|MachineSet|MachinePool)/([^/]+)/([^/]+)$")
 _MIG = re.compile(
@@ -30,8 +34,6 @@ _GKE_MIG = re.compile(r"^gke-(.+)-[0-9a-f]{8}-grp$")
 _EKS_ASG = re.compile(r"^eks-(.+)-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
 _AKS_VMSS = re.compile(r"^aks-([a-z0-9]+)-\d+-vmss$")
 
-GKE_NODEPOOL = "cloud.google.com/gke-nodepool"
-EKS_NODEGROUP = "eks.amazonaws.com/nodegroup"
 AKS_AGENTPOOL = "kubernetes.azure.com/agentpool"
 
 

@@ -7,9 +7,10 @@ the rule that kept it; CA's flags change the answers as they change CA's."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import click
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from draplan.api.codec import decode
 from draplan.autoscaler.derived import derive_pools
 from draplan.autoscaler.drain import DrainOptions
 from draplan.autoscaler.scaledown import ScaleDown, ScaleDownOptions, plan_scale_down
+from draplan.cli.ca_flags import Duration
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler, build_profile
 from scale_scenarios import node
@@ -321,3 +323,21 @@ def test_scale_dash_l_still_keeps_room_for_the_pods_it_does_not_select(
         "workers-a": "UsedByPendingPods",
         "workers-b": "UsedByPendingPods",
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10m", 600), ("20m0s", 1200), ("1h30m", 5400), ("1.5h", 5400), ("300ms", 0.3), ("0", 0)],
+)
+def test_ca_duration_flags_read_go_durations(text: str, seconds: float) -> None:
+    assert Duration().convert(text, None, None) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("xx", 'invalid duration "xx"'), ("", "invalid duration"), ("10", "invalid duration"),
+     ("-5m", "is negative"), ("100000h", "longer than ten years")],
+)  # fmt: skip
+def test_ca_duration_flags_refuse_what_go_refuses(text: str, words: str) -> None:
+    with pytest.raises(click.BadParameter, match=words):
+        Duration().convert(text, None, None)

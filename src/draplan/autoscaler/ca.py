@@ -31,7 +31,7 @@ import msgspec
 from draplan.api import clusterapi
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool, NodeTemplate, NodeTemplateMeta
-from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID, from_zero
+from draplan.autoscaler.derived import LABEL, NODE_GROUP_ID, from_zero, origin
 from draplan.autoscaler.options import Limits
 from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, owner
 from draplan.autoscaler.provreq import parse_time
@@ -104,7 +104,7 @@ def _provider_template(state: ClusterState, pool: NodePool) -> tuple[NodePool, s
     """The cloud provider's template of the group, where it has one: the template, where it
     comes from, and how it differs from a real new node."""
     group_id = pool.metadata.annotations.get(NODE_GROUP_ID, "")
-    source = pool.metadata.annotations.get(DERIVED_FROM, "")
+    source = origin(pool)
     if group_id:
         res = next(
             (
@@ -130,7 +130,7 @@ def _provider_template(state: ClusterState, pool: NodePool) -> tuple[NodePool, s
         )
         where = f"the scale-from-zero annotations of {source}"
         return msgspec.structs.replace(pool, spec=spec), where, INCOMPLETE if slices else ""
-    if source.startswith("label "):
+    if source is not None and source.kind == LABEL:
         members = pool_members(state, pool)
         if not members:
             return None

@@ -73,6 +73,38 @@ MAX_NODES_REASON = "draplan.io/max-nodes-reason"
 # On a pool that is one multi-host slice: its hosts, added and removed only together.
 SLICE_NODES = "draplan.io/slice-nodes"
 TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+
+CAPI_KINDS = ("MachineDeployment", "MachinePool")
+KARPENTER_NODEPOOL = "Karpenter NodePool"
+LABEL = "label"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a derived pool came from, as its DERIVED_FROM annotation writes it:
+    `<kind> <name>`, kind one of CAPI_KINDS (name `namespace/name`), KARPENTER_NODEPOOL, or
+    LABEL (name the node-group label's key)."""
+
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+    @property
+    def capi(self) -> bool:
+        return self.kind in CAPI_KINDS
+
+
+def origin(pool: NodePool) -> Origin | None:
+    """The pool's origin; None for a NodePool given as such."""
+    text = pool.metadata.annotations.get(DERIVED_FROM, "")
+    for kind in (*CAPI_KINDS, KARPENTER_NODEPOOL, LABEL):
+        if text.startswith(kind + " "):
+            return Origin(kind, text.removeprefix(kind + " "))
+    return None
+
+
 TPU_CHIPS = "cloud.google.com/gke-accelerator-count"
 TPU_RESOURCE = "google.com/tpu"
 DEFAULT_MAX_NODES = 100
@@ -143,8 +175,8 @@ def _price(prices: Mapping[str, str], names: tuple[str, ...], labels: Mapping[st
     return labels.get(PRICE_LABEL) or "0"
 
 
-def _pool(name: str, source: str, spec: NodePoolSpec, group_id: str = "") -> NodePool:
-    notes = {DERIVED_FROM: source, **({NODE_GROUP_ID: group_id} if group_id else {})}
+def _pool(name: str, source: Origin, spec: NodePoolSpec, group_id: str = "") -> NodePool:
+    notes = {DERIVED_FROM: str(source), **({NODE_GROUP_ID: group_id} if group_id else {})}
     return NodePool(metadata=ObjectMeta(name=name, annotations=notes), spec=spec)
 
 
@@ -224,7 +256,8 @@ def _from_capi(
     for res in resources:
         notes = res.metadata.annotations
         namespace, name = res.metadata.namespace, res.metadata.name
-        where = f"{res.kind} {namespace}/{name}".replace(" /", " ")
+        source = Origin(res.kind, f"{namespace}/{name}".lstrip("/"))
+        where = str(source)
         group_id = clusterapi.node_group_id(res)
         high = int(notes.get(clusterapi.MAX_SIZE) or 0)
         low = int(notes.get(clusterapi.MIN_SIZE) or 0)
@@ -256,7 +289,7 @@ def _from_capi(
         else:
             out.skipped.append(f"{where}: no node and no cpu/memory capacity annotations")
             continue
-        out.pools[name] = _shaped(state, _pool(name, where, spec, group_id), members, keys)
+        out.pools[name] = _shaped(state, _pool(name, source, spec, group_id), members, keys)
         claimed.update(n.metadata.name for n in members)
 
 
@@ -294,15 +327,18 @@ def raise_to(state: ClusterState, pool: NodePool, need: int) -> tuple[str, dict[
     """For a pool derived from a node group, where its maximum is written and what it must
     become for `need` nodes: the words of the fix, and its fields. None for a NodePool given
     as such (its own maxNodes is the setting)."""
-    where = pool.metadata.annotations.get(DERIVED_FROM, "")
-    if where.startswith(("MachineDeployment ", "MachinePool ")):
+    source = origin(pool)
+    if source is None:
+        return None
+    where = str(source)
+    if source.capi:
         # CA's clusterapi provider reads the group's max from this annotation.
         return (
             f"raise the {clusterapi.MAX_SIZE} annotation of {where} to {need}",
             {"object": where, "annotation": clusterapi.MAX_SIZE, "value": str(need)},
         )
-    if where.startswith("Karpenter NodePool "):
-        name = where.removeprefix("Karpenter NodePool ")
+    if source.kind == KARPENTER_NODEPOOL:
+        name = source.name
         kp = next(
             o for o in state.others if isinstance(o, KarpenterNodePool) and o.metadata.name == name
         )
@@ -324,13 +360,11 @@ def raise_to(state: ClusterState, pool: NodePool, need: int) -> tuple[str, dict[
             limits[resource] = _amount(max(limit.as_fraction(), wanted))
         shown = ", ".join(f"{k}: {v}" for k, v in limits.items())
         return f"raise spec.limits of {where} to {shown}", {"object": where, "limits": limits}
-    if where.startswith("label "):
-        return (
-            f"raise the maximum size of its node group ({where}; the input does not show it, "
-            f"draplan took {pool.spec.max_nodes}) to {need}",
-            {"object": where, "value": str(need)},
-        )
-    return None
+    return (
+        f"raise the maximum size of its node group ({where}; the input does not show it, "
+        f"draplan took {pool.spec.max_nodes}) to {need}",
+        {"object": where, "value": str(need)},
+    )
 
 
 def _donor(state: ClusterState, kp: KarpenterNodePool) -> Node | None:
@@ -416,7 +450,7 @@ def _from_karpenter(
         else:
             template, slices = _karpenter_template(state, kp, rep)
             spec = msgspec.structs.replace(spec, template=template, resource_slices=slices)
-        pool = _pool(name, f"Karpenter NodePool {name}", spec)
+        pool = _pool(name, Origin(KARPENTER_NODEPOOL, name), spec)
         out.pools[name] = _shaped(state, pool, members, keys)
         claimed.update(n.metadata.name for n in members)
 
@@ -447,7 +481,7 @@ def _from_labels(
             price_per_hour=_price(prices, (name,), rep.metadata.labels),
             from_node=rep.metadata.name,
         )
-        out.pools[name] = _shaped(state, _pool(name, f"label {key}", spec), members, keys)
+        out.pools[name] = _shaped(state, _pool(name, Origin(LABEL, key), spec), members, keys)
 
 
 def derive_pools(

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.karpenter import NODEPOOL_LABEL, KarpenterNodePool
-from draplan.autoscaler.derived import DERIVED_FROM
+from draplan.autoscaler.derived import KARPENTER_NODEPOOL, LABEL, Origin, origin
 from draplan.cluster.nodepools import NODE_GROUP_LABELS, POOL_LABEL, node_pool
 from draplan.cluster.state import ClusterState
 
@@ -33,16 +33,15 @@ CAPI_NODE_LABELS = "node.cluster.x-k8s.io/"  # propagated from the Machine to it
 
 def source(pool: NodePool) -> str:
     """Where the pool came from: the node group it was derived from, or `NodePool` (given)."""
-    return pool.metadata.annotations.get(DERIVED_FROM, "") or "NodePool"
+    return str(origin(pool) or "NodePool")
 
 
 def owner(state: ClusterState, pool: NodePool) -> str:
     """The autoscaler that grows `pool`: CLUSTER_AUTOSCALER or KARPENTER."""
-    where = pool.metadata.annotations.get(DERIVED_FROM, "")
-    if where.startswith("Karpenter NodePool ") or where == f"label {NODEPOOL_LABEL}":
-        return KARPENTER
-    if where:
-        return CLUSTER_AUTOSCALER
+    where = origin(pool)
+    if where is not None:
+        karpenter = where.kind == KARPENTER_NODEPOOL or where == Origin(LABEL, NODEPOOL_LABEL)
+        return KARPENTER if karpenter else CLUSTER_AUTOSCALER
     name = pool.metadata.name
     if any(isinstance(o, KarpenterNodePool) and o.metadata.name == name for o in state.others):
         return KARPENTER

@@ -3,24 +3,23 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import click
 
+from draplan.api.duration import parse_duration
+from draplan.api.errors import BadInput
 from draplan.autoscaler.drain import DrainOptions
 from draplan.autoscaler.scaledown import ScaleDownOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
 
 class Duration(click.ParamType):  # type: ignore[type-arg]
-    """A Go duration ("10m", "1h30m", "20m0s"), as CA's flags take it."""
+    """A Go duration ("10m", "1h30m", "20m0s"), as CA's flags take it (time.ParseDuration:
+    `api.duration`); negative ones are refused."""
 
     name = "duration"
 
@@ -28,10 +27,12 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, timedelta):
             return value
         text = str(value)
-        parts = _PART.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            self.fail(f"{text!r} is not a duration like 10m or 1h30m", param, ctx)
-        seconds = sum(float(n) * _UNIT[u] for n, u in parts)
+        try:
+            seconds = parse_duration(text)
+        except BadInput as err:
+            self.fail(f"{err.message}: not a duration like 10m or 1h30m", param, ctx)
+        if seconds < 0:
+            self.fail(f"{text!r} is negative", param, ctx)
         if seconds > 10 * 365 * 86_400:
             self.fail(f"{text!r} is longer than ten years", param, ctx)
         return timedelta(seconds=seconds)

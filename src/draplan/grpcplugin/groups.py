@@ -32,7 +32,7 @@ from draplan.api.draplan_v1alpha1 import (
     NodeTemplateMeta,
 )
 from draplan.api.meta import ObjectMeta
-from draplan.autoscaler.derived import DERIVED_FROM, NODE_GROUP_ID
+from draplan.autoscaler.derived import LABEL, NODE_GROUP_ID, origin
 from draplan.autoscaler.templates import pool_size
 from draplan.cluster.nodepools import (
     NODE_GROUP_LABELS,
@@ -81,17 +81,17 @@ def _local_name(gid: GroupId) -> str:
 
 def _labelled(pool: NodePool) -> tuple[str, str] | None:
     """The node-group label a pool was derived from, as (key, value)."""
-    source = pool.metadata.annotations.get(DERIVED_FROM, "")
-    key = source.removeprefix("label ")
-    return (key, pool.metadata.name) if source != key else None
+    source = origin(pool)
+    return (
+        (source.name, pool.metadata.name) if source is not None and source.kind == LABEL else None
+    )
 
 
 def _by_id(state: ClusterState, gid: GroupId) -> Iterator[tuple[NodePool, str]]:
     pools = [p for _, p in sorted(state.node_pools.items())]
     for pool in pools:
         if pool.metadata.annotations.get(NODE_GROUP_ID) == gid.raw:
-            source = pool.metadata.annotations.get(DERIVED_FROM, "")
-            yield pool, f"pool {pool.metadata.name} derived from {source}"
+            yield pool, f"pool {pool.metadata.name} derived from {origin(pool)}"
     own_name = gid.raw if gid.provider == "clusterapi" else gid.name
     named = state.node_pools.get(own_name) or state.node_pools.get(gid.raw)
     if named is not None and NODE_GROUP_ID not in named.metadata.annotations:

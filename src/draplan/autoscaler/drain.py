@@ -189,6 +189,18 @@ def _blocked(pod: Pod, options: DrainOptions, budgets: Budgets) -> Blocked | Non
     return None
 
 
+def movable(pod: Pod, options: DrainOptions, budgets: Budgets) -> bool:
+    """Whether CA moves the pod to another node when it drains the pod's node: `drain`'s rules
+    for one pod, the budgets as they stand. A pod being deleted or done is not moved: it is
+    leaving anyway."""
+    notes = pod.metadata.annotations
+    if MIRROR in notes or pod.metadata.deletion_timestamp or is_terminal(pod):
+        return False
+    if is_daemonset_pod(pod):
+        return False
+    return notes.get(SAFE_TO_EVICT) == "true" or _blocked(pod, options, budgets) is None
+
+
 def drain(pods: Sequence[Pod], options: DrainOptions, budgets: Budgets, now: datetime) -> Drain:
     """What CA does with `pods` (one node's) if it drains their node."""
     out = Drain()

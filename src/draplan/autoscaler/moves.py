@@ -4,7 +4,7 @@ a pending pod (defragmentation), and how many members of a gang fit together.
 Every simulation runs in a fork that is reverted, so the state is unchanged afterwards; moved
 pods go where the real scheduler puts them, under the scale-down rules (a claim shared with a
 pod that stays cannot move, running gangs are never broken, only pods Cluster Autoscaler would
-move: `movable`).
+move with its default flags, PodDisruptionBudgets included: `drain.movable`).
 
 A moved pod goes to the cheapest nodes that take it: nodes are tried in tiers of what they
 cost per hour (cluster.nodepools.price_per_hour), cheapest first; nodes nothing prices come
@@ -20,13 +20,7 @@ from itertools import combinations
 import msgspec
 
 from draplan.api.core_v1 import Pod
-from draplan.autoscaler.drain import (
-    MIRROR,
-    REPLICATED_KINDS,
-    SAFE_TO_EVICT,
-    controller_of,
-    is_daemonset_pod,
-)
+from draplan.autoscaler.drain import Budgets, DrainOptions, movable
 from draplan.cluster.nodepools import price_per_hour
 from draplan.cluster.podresources import is_terminal, node_allocatable
 from draplan.cluster.state import ClusterState, ObjectKey
@@ -36,6 +30,7 @@ from draplan.scheduler.gangs import Gang
 
 MAX_MOVED = 3  # pods moved off one node at most: a bigger plan is no longer "a few moves"
 MAX_TRIES = 16  # sets of pods tried per node, so one audit stays bounded
+DRAIN = DrainOptions()  # a move is one CA would make with its default flags
 
 
 def label(key: ObjectKey) -> str:
@@ -46,29 +41,6 @@ def unlabel(text: str) -> ObjectKey:
     """The key a `label` names."""
     namespace, _, name = text.partition("/")
     return (namespace, name)
-
-
-def movable(pod: Pod) -> bool:
-    """Whether Cluster Autoscaler would move the pod to another node when it drains the pod's
-    node, by its default drainability rules in their order (cluster-autoscaler
-    simulator/drainability/rules/rules.go, Default): never a mirror pod (rules/mirror) or a
-    DaemonSet pod (rules/daemonset, utils/pod IsDaemonSetPod: evicted, not moved); any pod
-    annotated safe-to-evict "true" (rules/safetoevict); otherwise only a pod whose controller
-    is of a replicated kind (rules/replicated, as --skip-nodes-with-custom-controller-pods
-    defaults), outside kube-system (rules/system; PodDisruptionBudgets are not read), not
-    annotated safe-to-evict "false" (rules/notsafetoevict)."""
-    notes = pod.metadata.annotations
-    if MIRROR in notes or is_daemonset_pod(pod):
-        return False
-    if notes.get(SAFE_TO_EVICT) == "true":
-        return True
-    controller = controller_of(pod)
-    return (
-        controller is not None
-        and controller[0] in REPLICATED_KINDS
-        and pod.metadata.namespace != "kube-system"
-        and notes.get(SAFE_TO_EVICT) != "false"
-    )
 
 
 def release(state: ClusterState, keys: set[ObjectKey]) -> str:
@@ -94,6 +66,7 @@ class Mover:
         self.gangs = gangs
         self.by_price = by_price
         self.fixed = fixed
+        self.budgets = Budgets(state)  # lowered by the moves kept
         self._on_node: dict[str, list[ObjectKey]] | None = None
         self._tiers: list[list[str]] | None = None
 
@@ -152,7 +125,7 @@ class Mover:
         out = []
         for key in self.pods_on(node):
             pod = self.state.pods[key]
-            if key in self.gangs or key in self.fixed or not movable(pod):
+            if key in self.gangs or key in self.fixed or not movable(pod, DRAIN, self.budgets):
                 continue
             out.append((self._held(key), key))
         return sorted(out)
@@ -170,6 +143,8 @@ class Mover:
             for combo in combinations(movable, size):
                 if sum(held for held, _ in combo) < deficit:
                     continue
+                if self.budgets.blocking([self.state.pods[k] for _, k in combo]) is not None:
+                    continue  # together they would take a budget below what it allows
                 tries += 1
                 if tries > MAX_TRIES:
                     return None
@@ -186,6 +161,7 @@ class Mover:
             moved = self._moved(pod, node, keys)
         finally:
             if moved is not None and keep:
+                self.budgets.take([state.pods[k] for k in keys])
                 state.commit()
             else:
                 state.revert()

@@ -11,21 +11,29 @@ from typing import Any
 import yaml
 
 from draplan.api.codec import decode
+from draplan.api.features import DEFAULT_VERSION, feature_gates
 from draplan.autoscaler import Autoscaler
 from draplan.cluster.state import ClusterState
 
 DRIVER = "gpu.example.com"
 
 
-def load(objs: list[dict[str, Any]]) -> ClusterState:
-    return ClusterState.from_objects(decode(o) for o in objs)
+# kube-scheduler keeps a PodGroup in the domain of its topology constraint only with this
+# gate (alpha, off in 1.36 and 1.37): the gang scenarios below are about domains.
+TOPOLOGY_GATE = "TopologyAwareWorkloadScheduling=true"
+
+
+def load(objs: list[dict[str, Any]], gates: str = "") -> ClusterState:
+    features = feature_gates(DEFAULT_VERSION, gates)
+    return ClusterState.from_objects((decode(o) for o in objs), features)
 
 
 def plan_api(
-    objs: list[dict[str, Any]], legacy: bool = False, **kwargs: Any
+    objs: list[dict[str, Any]], legacy: bool = False, gates: str = "", **kwargs: Any
 ) -> tuple[dict[str, Any], ClusterState]:
-    """The plan as `draplan scale -o json` prints it, and the planned state."""
-    state = load(objs)
+    """The plan as `draplan scale -o json` prints it (`gates`: its --feature-gates), and the
+    planned state."""
+    state = load(objs, gates)
     plan = Autoscaler(legacy=legacy, **kwargs).plan(state)
     return plan.to_dict(), state
 

@@ -112,7 +112,8 @@ def test_why_schedule_and_scale_agree_on_every_pending_pod(
                 said = entry["reason"].get("autoscaler", "")
                 if category == "PoolLimitReached":
                     pool = verdict["fix"]["pool"]
-                    assert f"domain of {pool}" in said or f"pool {pool}" in said, context + said
+                    named = (f"domain of {pool}", f"pool {pool}", f"nodes of {pool};")
+                    assert any(n in said for n in named), context + said
                     assert "max reached" in said, context + said
                 elif category in NO_POOL:
                     assert said.startswith("no NodePool"), context + said

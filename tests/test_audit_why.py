@@ -18,7 +18,14 @@ from draplan.audit import CATEGORIES, Diagnosis, why
 from draplan.audit.why import Placer
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, Scheduler, build_profile
-from scale_scenarios import load, scenario_gang, scenario_numa, scenario_pcie, write
+from scale_scenarios import (
+    TOPOLOGY_GATE,
+    load,
+    scenario_gang,
+    scenario_numa,
+    scenario_pcie,
+    write,
+)
 
 Objs = list[dict[str, Any]]
 
@@ -29,12 +36,14 @@ def zero_timeout() -> Profile:
     return build_profile(doc)
 
 
-def audit(objs: Objs, profile: Profile | None = None) -> dict[str, Diagnosis]:
-    return {d.pod[1]: d for d in why(load(objs), profile)}
+def audit(objs: Objs, profile: Profile | None = None, gates: str = "") -> dict[str, Diagnosis]:
+    return {d.pod[1]: d for d in why(load(objs, gates), profile)}
 
 
-def one(objs: Objs, pod: str, category: str, profile: Profile | None = None) -> Diagnosis:
-    d = audit(objs, profile)[pod]
+def one(
+    objs: Objs, pod: str, category: str, profile: Profile | None = None, gates: str = ""
+) -> Diagnosis:
+    d = audit(objs, profile, gates)[pod]
     assert d.category == category, d.to_dict()
     assert_one_sentence(d.message)
     return d
@@ -219,7 +228,7 @@ def test_waiting_for_scale_up_single_pod() -> None:
 
 
 def test_waiting_for_scale_up_gang() -> None:
-    result = audit(scenario_gang(per_domain=4))
+    result = audit(scenario_gang(per_domain=4), gates=TOPOLOGY_GATE)
     assert {d.category for d in result.values()} == {"WaitingForScaleUp"}
     assert result["train-0"].fix == {
         "action": "wait for the autoscaler's nodes",
@@ -251,7 +260,7 @@ def test_pool_limit_max_nodes() -> None:
 
 
 def test_pool_limit_domain_size() -> None:
-    d = one(scenario_gang(), "train-0", "PoolLimitReached")
+    d = one(scenario_gang(), "train-0", "PoolLimitReached", gates=TOPOLOGY_GATE)
     assert d.fix == {
         "action": "raise the pool's nodesPerDomain",
         "pool": "nvl72",
@@ -264,7 +273,7 @@ def test_pool_limit_domain_size() -> None:
 
 
 def test_pool_limit_both_limits_named() -> None:
-    d = one(scenario_gang(max_nodes=2), "train-0", "PoolLimitReached")
+    d = one(scenario_gang(max_nodes=2), "train-0", "PoolLimitReached", gates=TOPOLOGY_GATE)
     assert d.fix is not None and d.fix["nodesPerDomain"] == 3 and d.fix["maxNodes"] == 4
 
 
@@ -351,7 +360,7 @@ def test_topology_mismatch_free_devices_split() -> None:
 
 
 def test_topology_mismatch_gang_domain() -> None:
-    d = one(sc.gang_domain_mismatch(), "ring-0", "TopologyMismatch")
+    d = one(sc.gang_domain_mismatch(), "ring-0", "TopologyMismatch", gates=TOPOLOGY_GATE)
     assert d.evidence["domains"] == 2
     assert d.evidence["bestDomain"] == "a" and d.evidence["fitsInBest"] == 1
     assert d.fix is not None and d.fix["domain"] == "a"

@@ -16,10 +16,12 @@ import pytest
 
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.legacy import EXTENDED_PREFIX, lossy_pool
+from draplan.scheduler.profile import draplan_profile
 from scale_scenarios import (
     CLIQUE,
     MIG_CLASS,
     T0,
+    TOPOLOGY_GATE,
     gpu_request,
     gpus,
     load,
@@ -104,7 +106,7 @@ def test_a_numa_legacy_picks_the_cheap_pool_and_wastes_it(run_cli: Any, tmp_path
 
 GANG_PODS = [f"default/train-{i}" for i in range(4)]
 # kube-scheduler gangs the Workload API's groups; a Kueue group is draplan's gang policy's.
-GANG_POLICY = {"workload": (), "kueue": ("--profile", "draplan")}
+GANG_POLICY = {"workload": ("--feature-gates", TOPOLOGY_GATE), "kueue": ("--profile", "draplan")}
 
 
 @pytest.mark.parametrize("api", ["workload", "kueue"])
@@ -120,14 +122,14 @@ def test_b_gang_dra_aware_adds_nothing_and_says_why(run_cli: Any, tmp_path: Path
 
 def test_b_gang_dra_aware_pool_max_below_gang_size_adds_nothing() -> None:
     """18 nodes per domain, but the pool may only grow to 3: still no partial gang."""
-    doc, state = plan_api(scenario_gang(per_domain=18, max_nodes=3))
+    doc, state = plan_api(scenario_gang(per_domain=18, max_nodes=3), gates=TOPOLOGY_GATE)
     assert doc["scaleUp"] == [] and len(state.nodes) == 0
     assert pending(doc) == GANG_PODS
 
 
 def test_b_gang_dra_aware_completes_the_gang_when_a_domain_can_hold_it() -> None:
     """Control: with 4 nodes per domain the same gang gets 4 nodes, all in one clique."""
-    doc, state = plan_api(scenario_gang(per_domain=4))
+    doc, state = plan_api(scenario_gang(per_domain=4), gates=TOPOLOGY_GATE)
     assert pools_added(doc) == {"nvl72": 4}
     assert doc["pending"] == [] and doc["summary"]["podsPlaced"] == 4
     domains = {state.nodes[n].metadata.labels[CLIQUE] for n in doc["scaleUp"][0]["nodes"]}
@@ -135,7 +137,7 @@ def test_b_gang_dra_aware_completes_the_gang_when_a_domain_can_hold_it() -> None
 
 
 def test_b_gang_reason_names_the_domain_key_and_the_per_domain_limit() -> None:
-    doc, _ = plan_api(scenario_gang())
+    doc, _ = plan_api(scenario_gang(), gates=TOPOLOGY_GATE)
     for entry in doc["pending"]:
         text = " ".join(str(v) for v in entry["reason"].values())
         assert CLIQUE in text and "3" in text
@@ -146,7 +148,7 @@ def test_b_gang_reason_names_the_domain_key_and_the_per_domain_limit() -> None:
 
 
 def test_b_gang_reason_names_the_pool_max() -> None:
-    doc, _ = plan_api(scenario_gang(per_domain=18, max_nodes=3))
+    doc, _ = plan_api(scenario_gang(per_domain=18, max_nodes=3), gates=TOPOLOGY_GATE)
     for entry in doc["pending"]:
         assert entry["reason"]["autoscaler"].endswith(
             f"needs 4 nodes in one {CLIQUE} domain of nvl72; pool max reached at 3"
@@ -169,7 +171,7 @@ def test_b_gang_legacy_adds_nodes_that_are_all_wasted(
 def test_b_gang_legacy_wasted_reason_is_the_schedulers() -> None:
     """The members still pend: each wasted node gives the gang's reason (alone a member
     would fit the node, which is not why it pends)."""
-    doc, _ = plan_api(scenario_gang(), legacy=True)
+    doc, _ = plan_api(scenario_gang(), legacy=True, gates=TOPOLOGY_GATE)
     for w in doc["wasted"]:
         assert "placed elsewhere" not in w["reason"]
         assert CLIQUE in w["reason"]
@@ -435,22 +437,30 @@ def removed(doc: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("legacy", MODES)
-def test_f_scale_down_removes_the_idle_dra_node_only(
-    run_cli: Any, tmp_path: Path, legacy: bool
+@pytest.mark.parametrize("draplan", [False, True])
+def test_f_scale_down_removes_the_idle_dra_node_and_gang_nodes_only_as_ca_does(
+    run_cli: Any, tmp_path: Path, legacy: bool, draplan: bool
 ) -> None:
-    doc = scale(run_cli, tmp_path, scenario_scale_down(), *(["--legacy"] if legacy else []))
-    assert doc["scaleDown"] == [
-        {
-            "node": "a-idle",
-            "reason": "utilization 0.00; no pod to move",
-            "pool": "gpus",
-            "unneededFor": "10m",
-        }
-    ]
+    """CA drains a gang member like any replicated pod; keeping running gangs whole
+    (GangMember) is draplan's rule, under its own profile only."""
+    flags = [*(["--legacy"] if legacy else []), *(["--profile", "draplan"] if draplan else [])]
+    doc = scale(run_cli, tmp_path, scenario_scale_down(), *flags)
+    idle = {
+        "node": "a-idle",
+        "reason": "utilization 0.00; no pod to move",
+        "pool": "gpus",
+        "unneededFor": "10m",
+    }
     kept = {k["node"]: (k["reason"], k["message"]) for k in doc["scaleDownKept"]}
+    if draplan:
+        assert doc["scaleDown"] == [idle]
+        assert kept["d-gang"][0] == "GangMember"
+    else:
+        gang = {**idle, "node": "d-gang", "reason": "utilization 0.25; 2 pod(s) move elsewhere"}
+        assert doc["scaleDown"] == [idle, gang]
+        assert "d-gang" not in kept
     assert kept["b-special"] == ("NoPlaceToMovePods", "its pods fit no other existing node")
     assert kept["c-annotated"][1].startswith("NotSafeToEvictAnnotation")
-    assert kept["d-gang"][0] == "GangMember"
     assert kept["z-busy"][0] == "NotUnderutilized"
     assert doc["scaleUp"] == [] and doc["pending"] == []
 
@@ -468,8 +478,9 @@ def test_f_each_guard_is_what_keeps_its_node(
     legacy: bool, kwargs: dict[str, bool], freed: str
 ) -> None:
     """Controls: lift one guard and exactly that node becomes removable (its pods fit on
-    z-busy), so the default scenario keeps each node for the stated reason."""
-    doc, state = plan_api(scenario_scale_down(**kwargs), legacy)
+    z-busy), so the default scenario keeps each node for the stated reason (GangMember is
+    draplan's own, its profile's)."""
+    doc, state = plan_api(scenario_scale_down(**kwargs), legacy, profile=draplan_profile())
     assert removed(doc) == sorted(["a-idle", freed])
     assert "pod(s) move elsewhere" in doc["scaleDown"][1]["reason"]
     moved = [p for p in state.pods.values() if p.spec.node_name == freed]

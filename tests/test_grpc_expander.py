@@ -29,7 +29,7 @@ from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
 from draplan.grpcplugin.server import TLSRequired, add_expander, candidates, new_server
 from draplan.scheduler import Scheduler, build_profile
 from draplan.sources import load_objects
-from scale_scenarios import load, scenario_gang
+from scale_scenarios import TOPOLOGY_GATE, load, scenario_gang
 
 DATA = Path(__file__).parent / "data" / "expander" / "shape.yaml"
 NODEGROUP = "eks.amazonaws.com/nodegroup"
@@ -318,9 +318,9 @@ def test_a_gang_is_kept_only_when_one_topology_domain_holds_it(
     per_domain: int, kept: list[str]
 ) -> None:
     """Four 8-GPU members of a PodGroup that requires one NVLink clique (a gang kube-scheduler
-    keeps whole): CA's four nodes hold them pod by pod, but only cliques of four nodes hold
-    the gang together."""
-    state = load(scenario_gang(per_domain=per_domain, api="workload"))
+    keeps whole, in one domain with TopologyAwareWorkloadScheduling): CA's four nodes hold them
+    pod by pod, but only cliques of four nodes hold the gang together."""
+    state = load(scenario_gang(per_domain=per_domain, api="workload"), TOPOLOGY_GATE)
     server, port = _serve(state, None)
     try:
         with grpc.insecure_channel(f"localhost:{port}") as channel:

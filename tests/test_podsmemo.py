@@ -12,7 +12,7 @@ from draplan.autoscaler.scaleup import pending_pods
 from draplan.cluster.podresources import is_waiting
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
-from draplan.scheduler.gangs import _find_gangs, find_gangs
+from draplan.scheduler.gangs import _find_gangs, find_gangs, kube_gangs
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
 from draplan.sources import load_objects
 
@@ -51,7 +51,8 @@ def test_computed_again_exactly_when_pods_or_other_objects_change() -> None:
 
 
 def _fresh_equal(state: ClusterState) -> None:
-    assert find_gangs(state) == _find_gangs(state)
+    assert find_gangs(state) == _find_gangs(state, kube=False)
+    assert kube_gangs(state) == _find_gangs(state, kube=True)
     assert pending_pods(state) == [p for _, p in sorted(state.pods.items()) if is_waiting(p)]
     assert waiting_in_queue_order(state) == in_queue_order(state, state.pods.values())
     assert default_now(state) == _newest(state)

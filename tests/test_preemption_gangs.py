@@ -6,6 +6,7 @@ and every gang in 1.36) preempt pod by pod inside the gang's all-or-nothing tria
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from draplan.api.features import feature_gates
 from draplan.api.meta import KubeStruct
@@ -25,9 +26,9 @@ GAUDI = "habana.ai/gaudi"
 
 
 def run(
-    objs: list[KubeStruct], version: str = "1.37", profile: Profile | None = None
+    objs: list[KubeStruct], version: str = "1.37", profile: Profile | None = None, gates: str = ""
 ) -> tuple[ClusterState, dict[str, PodResult]]:
-    state = ClusterState.from_objects(objs, feature_gates(version))
+    state = ClusterState.from_objects(objs, feature_gates(version, gates))
     results = Scheduler(profile or build_profile(), post_filter=True).run(state)
     return state, {r.key[1]: r for r in results}
 
@@ -128,8 +129,13 @@ def test_a_podgroup_preempts_cluster_wide_and_evicts_an_all_or_nothing_group_who
         assert ("default", name) not in state.pods
 
 
-def test_a_podgroup_with_a_topology_constraint_does_not_preempt() -> None:
-    """1.37's PodGroupPostFilter does not support topology constraints yet."""
+@pytest.mark.parametrize("gate", [True, False])
+def test_a_podgroup_with_a_topology_constraint_preempts_only_without_the_topology_gate(
+    gate: bool,
+) -> None:
+    """1.37's PodGroupPostFilter does not support topology constraints yet; without
+    TopologyAwareWorkloadScheduling the API server keeps no constraint, so the group preempts
+    like any other."""
     from draplan.api.scheduling import SchedulingConstraints, TopologyConstraint
 
     train = with_priority(podgroup_v1beta1("train", min_count=2), 1000)
@@ -146,10 +152,15 @@ def test_a_podgroup_with_a_topology_constraint_does_not_preempt() -> None:
             for i in range(2)
         ],
     ]
-    _, res = run(objs)
+    _, res = run(objs, gates=f"TopologyAwareWorkloadScheduling={str(gate).lower()}")
     reason = res["train-0"].reason
-    assert reason is not None and not res["train-0"].nominated
-    assert reason.message.endswith(" pod group preemption: not supported with topology constraints")
+    if gate:
+        assert reason is not None and not res["train-0"].nominated
+        assert reason.message.endswith(
+            " pod group preemption: not supported with topology constraints"
+        )
+    else:
+        assert {res[f"train-{i}"].nominated for i in range(2)} == {"gaudi-0"}
 
 
 def test_in_1_36_a_podgroup_gang_preempts_pod_by_pod() -> None:

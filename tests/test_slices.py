@@ -11,15 +11,17 @@ from typing import Any
 
 import pytest
 
-from draplan.api.codec import decode
+from draplan.api.features import DEFAULT_VERSION, feature_gates
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.derived import MAX_NODES_REASON, SLICE_NODES, derive_pools
 from draplan.cluster.state import ClusterState
 from draplan.sources import load_objects
 from scale_scenarios import (
     CLIQUE,
+    TOPOLOGY_GATE,
     device_class,
     gang_workload,
+    load,
     node,
     pod,
     resource_slice,
@@ -47,7 +49,8 @@ def _host(pool: str, i: int, topology: str, chips: int) -> list[dict[str, Any]]:
 
 
 def _cluster(objs: list[dict[str, Any]]) -> ClusterState:
-    state = ClusterState.from_objects(decode(o) for o in objs)
+    """With TopologyAwareWorkloadScheduling: these gangs' constraints name their slice."""
+    state = load(objs, TOPOLOGY_GATE)
     state.node_pools.update(derive_pools(state).pools)
     return state
 
@@ -139,8 +142,13 @@ def test_a_gangs_domain_label_on_every_node_is_the_pools_topology() -> None:
 
 def test_the_multivendor_tpu_gang_is_told_the_real_limit() -> None:
     """The 4-host gang that must sit in one GKE node pool, on the multi-vendor dump: both 4x4
-    slices exist whole, one host of the free one is busy."""
-    state = ClusterState.from_objects(load_objects([str(MULTIVENDOR / "cluster.yaml")]))
+    slices exist whole, one host of the free one is busy. Its PodGroup's constraint keeps it in
+    one node pool only with TopologyAwareWorkloadScheduling (without, the pools carry no
+    domain)."""
+    objs = load_objects([str(MULTIVENDOR / "cluster.yaml")])
+    plain = ClusterState.from_objects(objs)
+    assert derive_pools(plain).pools["tpu-v6e-a"].spec.topology == ()
+    state = ClusterState.from_objects(objs, feature_gates(DEFAULT_VERSION, TOPOLOGY_GATE))
     state.node_pools.update(derive_pools(state).pools)
     for name in ("tpu-v6e-a", "tpu-v6e-b"):
         pool = state.node_pools[name]

@@ -148,6 +148,14 @@ GATES = {
             "one (in 1.37 part of GenericWorkload)",
             v1_36=Spec("Alpha", False),
         ),
+        _gate(
+            "TopologyAwareWorkloadScheduling",
+            BOTH,
+            "on: kube-scheduler places a Workload PodGroup inside the one domain its "
+            "schedulingConstraints.topology names; off: the constraint is ignored",
+            v1_36=Spec("Alpha", False),
+            v1_37=Spec("Alpha", False),
+        ),
         # A cluster holds Workload objects only with the gate on, so their presence in the
         # input is the gate: draplan reads them whenever they are there.
         _gate(

@@ -23,7 +23,7 @@ from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler import Scheduler
 from draplan.scheduler.claims import release_claims
 from draplan.scheduler.framework import Code, Status
-from draplan.scheduler.gangs import Gang, find_gangs
+from draplan.scheduler.gangs import Gang
 
 NEAREST = 3  # existing nodes tried per pending pod, the smallest device shortfall first
 MAX_NODES = 20  # new nodes of a plan weighed against moves at most
@@ -84,11 +84,13 @@ def move_options(
     out: list[MoveOption] = []
     with state.forked():
         _before_scale_up(state, names, originals)
-        gangs = find_gangs(state)
+        # The groups the modelled scheduler places as one (`Scheduler.gangs_of`, as `why`'s
+        # moves): a Kueue pod group under a kube-scheduler profile goes pod by pod.
+        gangs = scheduler.gangs_of(state)
         for option, name in added[:MAX_NODES]:
             keys = hosted.get(name, [])
             if not keys or any(k in gangs for k in keys):
-                continue  # a gang moves whole, in one domain: not a few moves
+                continue  # a gang is placed whole, in one domain: not a few moves
             with state.forked():
                 found = _room_for(state, scheduler, gangs, keys, frozenset(originals))
                 if found is not None and _still_fit(state, scheduler, elsewhere):

@@ -60,7 +60,7 @@ from draplan.api.resource_v1 import ResourceSliceSpec
 from draplan.autoscaler.templates import node_copy
 from draplan.cluster.nodepools import NODE_GROUP_LABELS
 from draplan.cluster.state import ClusterState
-from draplan.scheduler.gangs import find_gangs
+from draplan.scheduler.gangs import gangs_under
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 DERIVED_FROM = "draplan.io/derived-from"  # annotation on a derived pool: its source
@@ -488,13 +488,18 @@ def derive_pools(
     state: ClusterState,
     prices: Mapping[str, str] | None = None,
     default_max_nodes: int = DEFAULT_MAX_NODES,
+    kube: bool = True,
 ) -> Derived:
-    """Pools for `state`'s node groups, by the precedence above."""
+    """Pools for `state`'s node groups, by the precedence above; `kube`: the scheduler modelled
+    is kube-scheduler (else draplan's profile), whose gangs' domains the pools carry."""
     out = Derived()
     claimed: set[str] = set()
     table = prices or {}
-    # The labels gangs ask their domains by: a pool whose nodes carry one has such domains.
-    keys = {g.topology.key for g in find_gangs(state).values() if g.topology is not None}
+    # The labels the modelled scheduler's gangs ask their domains by (`gangs_under`: under a
+    # kube-scheduler profile a PodGroup's topology constraint only with its gate, never Kueue's
+    # annotations): a pool whose nodes carry one has such domains.
+    gangs = gangs_under(state, kube).values()
+    keys = {g.topology.key for g in gangs if g.topology is not None}
     _from_capi(state, table, out, claimed, keys)
     _from_karpenter(state, table, out, claimed, default_max_nodes, keys)
     _from_labels(state, table, out, claimed, default_max_nodes, keys)
@@ -502,13 +507,16 @@ def derive_pools(
 
 
 def derive_again(
-    state: ClusterState, before: Mapping[str, NodePool], prices: Mapping[str, str] | None = None
+    state: ClusterState,
+    before: Mapping[str, NodePool],
+    prices: Mapping[str, str] | None = None,
+    kube: bool = True,
 ) -> dict[str, NodePool]:
     """For a state kept between passes (nodes come and go): take out the pools derived for
     it `before`, and with no NodePool left, derive and add them again; the pools derived."""
     for name, pool in before.items():
         if state.node_pools.get(name) is pool:
             del state.node_pools[name]
-    derived = {} if state.node_pools else derive_pools(state, prices).pools
+    derived = {} if state.node_pools else derive_pools(state, prices, kube=kube).pools
     state.node_pools.update(derived)
     return derived

@@ -5,10 +5,10 @@
 - `ca`: per new node set a ProvisioningRequest (`autoscaling.x-k8s.io/v1`) with its
   PodTemplates, as Cluster Autoscaler's ProvisioningRequest controller reads them: class
   `best-effort-atomic-scale-up.autoscaling.x-k8s.io` (the nodes all or none; one request per
-  gang, one for the other pods of each pool), or `check-capacity.autoscaling.x-k8s.io` to ask
-  first whether the cluster has room; podSets of at most 32 distinct templates, each with its
-  count; templates pinned to the pool by the label that selects its nodes alone, so CA's
-  choice is the plan's.
+  gang the modelled scheduler places whole, one for the other pods of each pool), or
+  `check-capacity.autoscaling.x-k8s.io` to ask first whether the cluster has room; podSets
+  of at most 32 distinct templates, each with its count; templates pinned to the pool by the
+  label that selects its nodes alone, so CA's choice is the plan's.
 - `karpenter`: one `karpenter.sh/v1` NodeClaim per new node: the pool's NodeClass, the
   copied node's instance and capacity type as requirements, the pods' requests.
 - `draplan`: the NodePools with `draplan.io/target-size-increase` (and ProvisioningRequests
@@ -56,7 +56,6 @@ from draplan.autoscaler.plan import Plan
 from draplan.autoscaler.provreq import CONSUME_ANNOTATION, with_status
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey
-from draplan.scheduler.gangs import find_gangs
 
 TARGETS = ("auto", "ca", "karpenter", "draplan")
 _FORM = {CLUSTER_AUTOSCALER: "ca", KARPENTER: "karpenter"}
@@ -148,7 +147,12 @@ def ca_manifests(
     """ProvisioningRequests and PodTemplates for every node set the plan adds (or those of
     `planned`), each template pinned to its pool by `owners.selector`."""
     cls = CHECK_CAPACITY if check_first else BEST_EFFORT_ATOMIC
-    gangs = find_gangs(state)
+    # CA provisions a best-effort-atomic request's pods all or none
+    # (provisioningrequest/besteffortatomic/provisioning_class.go: Provision scales up for the
+    # request's pods together or not at all), so a request is a unit the scheduler places whole:
+    # one per gang of the plan's scheduler (`Plan.gangs`), the other pods per pool and
+    # namespace.
+    gangs = plan.gangs
     out: list[dict[str, Any]] = []
     taken: set[tuple[str, str]] = set()
 
@@ -242,7 +246,7 @@ def draplan_manifests(plan: Plan, state: ClusterState) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for pr, conds in plan.provisioning:
         out.append(encode(with_status(pr, conds)))
-    gangs = find_gangs(state)
+    gangs = plan.gangs
     seen: set[tuple[str, ...]] = set()
     scaled = {k for o in plan.scale_up for k in o.pods}
     for key, gang in sorted(gangs.items()):

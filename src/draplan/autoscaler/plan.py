@@ -52,6 +52,7 @@ from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import release_claims
 from draplan.scheduler.core import unbound
+from draplan.scheduler.gangs import Gang
 
 # Picks one of Cluster Autoscaler's options (or none): its least-waste, or an outside expander.
 CAChooser = Callable[[ClusterState, list[CAOption]], CAOption | None]
@@ -84,6 +85,9 @@ class Plan:
     unscaled: set[ObjectKey] = field(default_factory=set)
     # Pods the legacy count view planned on a new node that still pend: the real mismatch.
     mismatches: dict[ObjectKey, str] = field(default_factory=dict)
+    # The groups the modelled scheduler places as one (`Scheduler.gangs_of`), by pod key: what
+    # the plan scaled whole, and what one ProvisioningRequest stands for.
+    gangs: dict[ObjectKey, Gang] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         wasted_nodes = {w.node for w in self.wasted}
@@ -438,7 +442,7 @@ class Autoscaler:
         """`explain=False` skips the per-pod reasons and `scale_down=False` the removals (a
         simulation that only needs the scale-up); `moves=True` looks for moves that spare new
         nodes (DRA-aware plans only)."""
-        plan = Plan()
+        plan = Plan(gangs=self.scheduler.gangs_of(state))
         now = now or default_now(state)
         existing_nodes = set(state.nodes.keys())
         originals = {key_of(p): p for p in pending_pods(state)}

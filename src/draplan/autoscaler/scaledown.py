@@ -26,8 +26,11 @@ anything; pods evicted by a scale-down may only go to registered nodes, never to
 (its podDestinations exclude them). One pass of draplan reports both halves, so it keeps them
 consistent: nodes of a pool or shape the pass adds to are kept, and so are nodes the pass's
 pending pods are placed on or could use; moved pods go to existing nodes only, and removals in a
-pass that adds nodes are marked as coming after the delay. draplan also keeps running gangs
-whole (a rule of its own: CA would drain a gang member like any replicated pod).
+pass that adds nodes are marked as coming after the delay. CA has no rule for a gang's pods
+(simulator/drainability/rules/rules.go: Default lists none), so under a kube-scheduler profile a
+gang member is drained like any other pod and put back pod by pod; draplan's own profile
+(`--profile draplan`) also keeps every node running a member of a group it recognises
+(GangMember), a rule of its own.
 """
 
 from __future__ import annotations
@@ -182,7 +185,8 @@ class _Pass:
         self.state, self.scheduler, self.needs = state, scheduler, needs
         self.memo, self.options, self.now = memo, options, now
         self.out = ScaleDown()
-        self.gangs = find_gangs(state)
+        # GangMember is draplan's rule, its profile's; CA drains gang members like any pod.
+        self.gangs = {} if scheduler.profile.kube else find_gangs(state)
         added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
         self.added_pools = {pool_name(state, n) for n in added} - {""}
         self.added_shapes = [node_shape(state, n) for n in added]

@@ -43,8 +43,10 @@ def expander(
         raise click.UsageError("--tls-cert and --tls-key are required unless --insecure")
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
 
-    state = with_derived_pools(load_state(filenames), prices_path)
-    judge = Judge(Scheduler(chosen_profile()))
+    state = load_state(filenames)
+    profile = chosen_profile()
+    state = with_derived_pools(state, prices_path, profile.kube)
+    judge = Judge(Scheduler(profile))
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         server = start_expander_server(

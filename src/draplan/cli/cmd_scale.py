@@ -130,9 +130,11 @@ def scale(
         raise click.BadParameter(
             f"unknown expander {unknown[0] if unknown else ''!r}", param_hint="--expander"
         )
-    state = with_derived_pools(load_state(filenames, select=False), prices_path)
+    state = load_state(filenames, select=False)
+    profile = chosen_profile()
+    state = with_derived_pools(state, prices_path, profile.kube)
     autoscaler = Autoscaler(
-        chosen_profile(),
+        profile,
         Limits(max_nodes_total, max_devices_total, max_cost_per_hour, cutoff),
         chain,
         legacy=legacy,

@@ -33,9 +33,10 @@ def why_cmd(
 ) -> None:
     """Explain every pending pod: capacity, topology, fragmentation, gangs, pools."""
     state = load_state(filenames, select=False)
-    state = with_derived_pools(state, prices_path)
+    profile = chosen_profile()
+    state = with_derived_pools(state, prices_path, profile.kube)
     shown = shown_pods(state)
-    diagnoses = [d for d in why(state, chosen_profile()) if shown(d.pod)]
+    diagnoses = [d for d in why(state, profile) if shown(d.pod)]
     if emit_document(why_document(diagnoses), output):
         return
     groups: dict[str, list[Any]] = defaultdict(list)

@@ -233,9 +233,12 @@ def prices_option(func: F) -> F:
     )(func)
 
 
-def with_derived_pools(state: ClusterState, prices_path: str | None) -> ClusterState:
+def with_derived_pools(
+    state: ClusterState, prices_path: str | None, kube: bool = True
+) -> ClusterState:
     """`state` with pools derived from its node groups when the input has no NodePool
-    (`autoscaler.derived`); groups that give no pool are notices on stderr."""
+    (`autoscaler.derived`; `kube`: the command models a kube-scheduler profile, not
+    draplan's); groups that give no pool are notices on stderr."""
     from draplan.autoscaler.derived import derive_pools
     from draplan.sources.files import stderr_notice
     from draplan.sources.prices import load_prices
@@ -243,7 +246,7 @@ def with_derived_pools(state: ClusterState, prices_path: str | None) -> ClusterS
     prices = load_prices(prices_path) if prices_path else None
     if state.node_pools:
         return state
-    derived = derive_pools(state, prices)
+    derived = derive_pools(state, prices, kube=kube)
     state.node_pools.update(derived.pools)
     for note in derived.skipped:
         stderr_notice(f"no pool derived from {note}")

@@ -32,7 +32,7 @@ from draplan.scheduler.framework import (
     is_cluster,
     unschedulable,
 )
-from draplan.scheduler.gangs import Gang, find_gangs, kube_gangs, pinned_domains
+from draplan.scheduler.gangs import Gang, gangs_under, pinned_domains
 from draplan.scheduler.nominated import nominees
 from draplan.scheduler.plugins.dynamicresources import DraState
 from draplan.scheduler.plugins.names import DYNAMIC_RESOURCES
@@ -132,12 +132,12 @@ class Scheduler:
 
     def gangs_of(self, state: ClusterState) -> dict[ObjectKey, Gang]:
         """The gangs this scheduler places all or nothing, by pod key: under a kube-scheduler
-        profile those kube-scheduler itself gangs at the state's version (`kube_gangs`: Kueue
-        pod groups and coscheduling PodGroups go pod by pod); under draplan's profile every
-        group draplan recognises, its named policy."""
+        profile those kube-scheduler itself gangs at the state's version and gates
+        (`kube_gangs`: Kueue pod groups and coscheduling PodGroups go pod by pod); under
+        draplan's profile every group draplan recognises, its named policy."""
         if not self.gangs:
             return {}
-        return kube_gangs(state) if self.profile.kube else find_gangs(state)
+        return gangs_under(state, self.profile.kube)
 
     def lane(self, pod: Pod) -> Scheduler | None:
         """The scheduler (profile) of the pod's spec.schedulerName; None when no profile

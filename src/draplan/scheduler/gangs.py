@@ -68,22 +68,35 @@ def _kueue_topology(pod: Pod) -> TopologyRule | None:
     return None
 
 
-_Found = tuple[tuple[str, ...], str, int, TopologyRule | None, str]
+@dataclass(frozen=True)
+class _Group:
+    """What one pod says of its group, before a scheduler's view of it."""
+
+    key: tuple[str, ...]
+    label: str
+    min_count: int  # the gang policy's minCount; 0: no gang policy
+    constraint: TopologyRule | None  # the PodGroup's schedulingConstraints.topology
+    kueue: TopologyRule | None  # Kueue TAS's podset topology annotations
+    missing: str
+    api: str
 
 
-def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> tuple[_Found, str] | None:
+def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | None:
     found = _workload_group(pod, index)
     if found is not None:
-        return found, WORKLOAD
+        return found
     ns = pod.metadata.namespace
+    kueue = _kueue_topology(pod)
     name = pod.metadata.labels.get(COSCHEDULING_LABEL)
     if name:
         key = ("PodGroup/scheduling.x-k8s.io", ns, name)
         label = f"PodGroup {ns}/{name}"
         cpg = index.get(key)
         if not isinstance(cpg, CoschedulingPodGroup):
-            return (key, label, 0, None, f"podgroup {ns}/{name} not found"), COSCHEDULING
-        return (key, label, cpg.spec.min_member, _kueue_topology(pod), ""), COSCHEDULING
+            return _Group(
+                key, label, 0, None, None, f"podgroup {ns}/{name} not found", COSCHEDULING
+            )
+        return _Group(key, label, cpg.spec.min_member, None, kueue, "", COSCHEDULING)
     name = pod.metadata.labels.get(KUEUE_GROUP_LABEL)
     if name:
         try:
@@ -91,31 +104,35 @@ def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> tuple[_Found, s
         except ValueError:
             count = 0
         label = f"pod group {ns}/{name}"
-        return (("kueue", ns, name), label, count, _kueue_topology(pod), ""), KUEUE
+        return _Group(("kueue", ns, name), label, count, None, kueue, "", KUEUE)
     return None
 
 
-def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Found | None:
+def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | None:
     ns = pod.metadata.namespace
     key: tuple[str, ...]
+    kueue = _kueue_topology(pod)
     ref = pod.spec.workload_ref
     if ref is not None:
         key = ("Workload/v1alpha1", ns, ref.name, ref.pod_group, ref.pod_group_replica_key)
         label = f"Workload {ns}/{ref.name} podGroup {ref.pod_group}"
         wl = index.get(("Workload/v1alpha1", ns, ref.name))
         if not isinstance(wl, WorkloadV1Alpha1):
-            return key, label, 0, None, f"workload {ns}/{ref.name} not found"
+            missing = f"workload {ns}/{ref.name} not found"
+            return _Group(key, label, 0, None, None, missing, WORKLOAD)
         group = next((g for g in wl.spec.pod_groups if g.name == ref.pod_group), None)
         if group is None:
-            return key, label, 0, None, f"podGroup {ref.pod_group} not in workload {ref.name}"
-        return key, label, _gang_min(group.policy), _kueue_topology(pod), ""
+            missing = f"podGroup {ref.pod_group} not in workload {ref.name}"
+            return _Group(key, label, 0, None, None, missing, WORKLOAD)
+        return _Group(key, label, _gang_min(group.policy), None, kueue, "", WORKLOAD)
     sg = pod.spec.scheduling_group
     if sg is not None:
         key = ("PodGroup", ns, sg.pod_group_name)
         label = f"PodGroup {ns}/{sg.pod_group_name}"
         pg = index.get(key)
         if not isinstance(pg, PodGroupV1Alpha2 | PodGroupV1Beta1):
-            return key, label, 0, None, f"podgroup {ns}/{sg.pod_group_name} not found"
+            missing = f"podgroup {ns}/{sg.pod_group_name} not found"
+            return _Group(key, label, 0, None, None, missing, WORKLOAD)
         policy, constraints = pg.spec.scheduling_policy, pg.spec.scheduling_constraints
         made_from = template_ref(pg)
         wl = index.get(("Workload", ns, made_from[0])) if made_from is not None else None
@@ -128,16 +145,31 @@ def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Found | 
         topo = None
         if constraints is not None and constraints.topology:
             topo = TopologyRule(constraints.topology[0].key, True)
-        return key, label, _gang_min(policy), topo or _kueue_topology(pod), ""
+        return _Group(key, label, _gang_min(policy), topo, kueue, "", WORKLOAD)
     return None
 
 
+def topology_constraints_on(features: FeatureGates) -> bool:
+    """Whether kube-scheduler keeps a PodGroup inside the one domain its
+    schedulingConstraints.topology names: only with TopologyAwareWorkloadScheduling, alpha and
+    off in 1.36 and 1.37 (pkg/features/kube_features.go). With it on, the pod group cycle tries
+    one placement per domain (pkg/scheduler/schedule_one_podgroup.go:
+    podGroupSchedulingAlgorithm, podGroupSchedulingPlacementAlgorithm; the domains from
+    pkg/scheduler/framework/plugins/topologyaware: TopologyPlacement.GeneratePlacements); with
+    it off the cycle runs its default algorithm, which reads no constraint, and the API server
+    drops the field from new PodGroups and Workloads (pkg/registry/scheduling/podgroup/
+    strategy.go: PrepareForCreate, dropDisabledPodGroupFields)."""
+    return "TopologyAwareWorkloadScheduling" in features
+
+
 def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
-    """Every pod that belongs to a gang (or a topology-constrained pod set), by pod key."""
+    """Every pod that belongs to a gang (or a topology-constrained pod set), by pod key: every
+    group draplan recognises, each in the domain its PodGroup's topology constraint or Kueue's
+    topology annotations ask for (draplan's own gang policy, `--profile draplan`)."""
     return dict(_GANGS(state))
 
 
-def _find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
+def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
     index: dict[tuple[str, ...], object] = {}
     for obj in state.others:
         ns, name = key_of(obj)
@@ -150,29 +182,43 @@ def _find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
             index[("PodGroup", ns, name)] = obj
         elif isinstance(obj, CoschedulingPodGroup):
             index[("PodGroup/scheduling.x-k8s.io", ns, name)] = obj
-    groups: dict[tuple[str, ...], list[tuple[ObjectKey, Pod]]] = {}
+    gang_on = kube_gangs_on(state.features)
+    topology_on = topology_constraints_on(state.features)
+    groups: dict[tuple[str, ...], list[ObjectKey]] = {}
     info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str, str]] = {}
     for pkey, pod in sorted(state.pods.items()):
         found = _group_of(pod, index)
-        if found is None:
+        if found is None or (kube and found.api != WORKLOAD):
             continue
-        (gkey, label, min_count, topo, missing), api = found
-        groups.setdefault(gkey, []).append((pkey, pod))
+        if kube:
+            # kube-scheduler: minCount only where its gang scheduling runs, the domain only
+            # with the topology gate, never Kueue's annotations (Kueue's TAS ungater turns
+            # them into each pod's nodeSelector, which is all kube-scheduler reads).
+            min_count = found.min_count if gang_on else 0
+            topo = found.constraint if topology_on else None
+            missing = found.missing if gang_on else ""
+        else:
+            min_count, topo, missing = (
+                found.min_count,
+                found.constraint or found.kueue,
+                found.missing,
+            )
+        gkey = found.key
+        groups.setdefault(gkey, []).append(pkey)
         if gkey not in info or (info[gkey][2] is None and topo is not None):
-            info[gkey] = (label, min_count, topo, missing, api)
+            info[gkey] = (found.label, min_count, topo, missing, found.api)
     out: dict[ObjectKey, Gang] = {}
-    for gkey, members in groups.items():
+    for gkey, keys in groups.items():
         label, min_count, topo, missing, api = info[gkey]
         if min_count <= 0 and topo is None and not missing:
             continue  # a basic policy: pods schedule one by one
-        keys = tuple(k for k, _ in members)
-        gang = Gang(gkey, label, max(min_count, 1), keys, topo, missing, api)
-        for pkey, _ in members:
+        gang = Gang(gkey, label, max(min_count, 1), tuple(keys), topo, missing, api)
+        for pkey in keys:
             out[pkey] = gang
     return out
 
 
-_GANGS = PodsMemo(_find_gangs)
+_GANGS = PodsMemo(lambda state: _find_gangs(state, kube=False))
 
 
 def kube_gangs_on(features: FeatureGates) -> bool:
@@ -187,26 +233,28 @@ def kube_gangs_on(features: FeatureGates) -> bool:
 
 
 def kube_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
-    """The gangs kube-scheduler itself places all or nothing, by pod key: the Workload API's,
-    where `kube_gangs_on`. Never Kueue's pod groups: Kueue gangs at admission (its pod
-    integration, pkg/controller/jobs/pod/pod_controller.go, holds every pod of the group by the
+    """The groups kube-scheduler itself places as one, by pod key: the Workload API's, all or
+    nothing where `kube_gangs_on`, inside one domain where `topology_constraints_on`. Never
+    Kueue's pod groups: Kueue gangs at admission (its pod integration,
+    pkg/controller/jobs/pod/pod_controller.go, holds every pod of the group by the
     kueue.x-k8s.io/admission scheduling gate until the Workload is admitted, and TAS writes the
     assigned domain into each pod's nodeSelector before lifting kueue.x-k8s.io/topology,
     pkg/controller/tas/topology_ungater.go), then kube-scheduler takes each pod alone, with
-    its own PostFilter; a group Kueue projects onto a native PodGroup (pod/was.go, WASPodGroups)
-    sets spec.schedulingGroup and is a Workload gang here. Never a coscheduling PodGroup: only
-    a scheduler-plugins scheduler runs Coscheduling, for pods whose schedulerName names it,
-    and no kube-scheduler profile draplan reads does."""
+    its own PostFilter, reading the nodeSelector and never the podset topology annotations; a
+    group Kueue projects onto a native PodGroup (pod/was.go, WASPodGroups) sets
+    spec.schedulingGroup and is a Workload group here. Never a coscheduling PodGroup: only a
+    scheduler-plugins scheduler runs Coscheduling, for pods whose schedulerName names it, and
+    no kube-scheduler profile draplan reads does."""
     return dict(_KUBE_GANGS(state))
 
 
-def _kube_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
-    if not kube_gangs_on(state.features):
-        return {}
-    return {k: g for k, g in _GANGS(state).items() if g.api == WORKLOAD}
+_KUBE_GANGS = PodsMemo(lambda state: _find_gangs(state, kube=True))
 
 
-_KUBE_GANGS = PodsMemo(_kube_gangs)
+def gangs_under(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
+    """The gangs of the scheduler modelled: kube-scheduler's (`kube_gangs`) under one of its
+    profiles, every recognised group (`find_gangs`) under draplan's."""
+    return kube_gangs(state) if kube else find_gangs(state)
 
 
 def pinned_domains(

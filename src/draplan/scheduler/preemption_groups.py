@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from draplan.api.core_v1 import Pod
 from draplan.api.scheduling import PodGroupV1Beta1
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler.gangs import topology_constraints_on
 from draplan.scheduler.preemption import (
     NEVER,
     TERMINATING,
@@ -67,7 +68,10 @@ def preempt_group(
     """PodGroupPostFilter for `pods` (the group's pending pods, `needed` of which must be
     placed); `shortfall` is what the group says when its pods do not fit even with every
     victim gone."""
-    if group.spec.scheduling_constraints is not None and group.spec.scheduling_constraints.topology:
+    # Without TopologyAwareWorkloadScheduling the API server keeps no schedulingConstraints
+    # (`gangs.topology_constraints_on`), so none stops the preemption.
+    constraints = group.spec.scheduling_constraints
+    if constraints is not None and constraints.topology and topology_constraints_on(state.features):
         return GroupOutcome(message=PREFIX + TOPOLOGY)
     units = Victims(state)
     mine = units.group_priority(group, pods[0])

@@ -127,7 +127,7 @@ class Auditor:
         autoscaler = self._autoscaler_for(state)
         planner = self._planner
         with step:
-            self._derived = derive_again(state, self._derived, self.prices)
+            self._derived = derive_again(state, self._derived, self.prices, self.profile.kube)
             diagnoses = tuple(why(state, self.profile, self._placer))
         with step:
             metrics = metrics_document(state, self._metrics)
@@ -192,7 +192,7 @@ class Auditor:
 
     def _gang_waits(self, state: ClusterState) -> list[float]:
         now = time.time()
-        waiting = waiting_gangs(state)
+        waiting = waiting_gangs(state, self.profile.kube)
         self.gangs_seen = {g: self.gangs_seen.get(g, now) for g in waiting}
         return [now - min(self.gangs_seen[g], created or now) for g, created in waiting.items()]
 

@@ -238,7 +238,7 @@ def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None
             state = mirror.apply(changes, features)
         if state is None or generation == planned:
             continue
-        derived = derive_again(state, derived, settings.prices)
+        derived = derive_again(state, derived, settings.prices, settings.profile.kube)
         # Kept while the mirror keeps its state: evaluations are cached per node version.
         if kept is None or kept[0] is not state:
             kept = state, Autoscaler(settings.profile, settings.limits, settings.expanders)

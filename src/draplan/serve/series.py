@@ -17,7 +17,7 @@ from draplan.cluster.devices import DeviceView, Pool
 from draplan.cluster.nodepools import pool_name
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState
-from draplan.scheduler.gangs import find_gangs
+from draplan.scheduler.gangs import gangs_under
 
 # The attributes naming a device's model, the first found wins, in any domain: NVIDIA's
 # productName, a model (Intel Gaudi), a TPU's tpuType, else a type.
@@ -207,10 +207,12 @@ def _created(pod: Pod) -> float | None:
         return None
 
 
-def waiting_gangs(state: ClusterState) -> dict[str, float | None]:
-    """Gangs with a member still pending: the oldest member's creation time (None unknown)."""
+def waiting_gangs(state: ClusterState, kube: bool = True) -> dict[str, float | None]:
+    """Gangs of the scheduler modelled (`gangs_under`: kube-scheduler's under one of its
+    profiles, `kube`, else draplan's) with a member still pending: the oldest member's
+    creation time (None unknown)."""
     out: dict[str, float | None] = {}
-    for gang in {g.key: g for g in find_gangs(state).values()}.values():
+    for gang in {g.key: g for g in gangs_under(state, kube).values()}.values():
         pods = [state.pods.get(k) for k in gang.members]
         members = [p for p in pods if p is not None and not is_terminal(p)]
         if not any(not p.spec.node_name for p in members):

@@ -85,7 +85,8 @@ class Simulation:
         if not self.state.node_pools:
             # The pools `scale` derives from the cluster's own node groups (Cluster API groups,
             # Karpenter NodePools, node-group labels): every policy grows the same ones.
-            self.state.node_pools.update(derive_pools(self.state, config.prices).pools)
+            derived = derive_pools(self.state, config.prices, kube=False)  # draplan's profile
+            self.state.node_pools.update(derived.pools)
         gang_atomic = config.policy == "dra+gang-atomic"
         # The simulator compares autoscaling policies under draplan's own placement.
         profile = draplan_profile()

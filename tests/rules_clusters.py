@@ -8,7 +8,10 @@ through allocated claims; PodDisruptionBudgets over their apps; pending pods of 
 (one class that never preempts) with required and preferred pod (anti-)affinity (namespaces,
 namespaceSelector, matchLabelKeys / mismatchLabelKeys), topology spread (DoNotSchedule and
 ScheduleAnyway, minDomains, node inclusion policies), host ports, node selectors and DRA claims
-from templates (counts, a model selector, matchAttribute on the NUMA node or the PCIe root).
+from templates (counts, a model selector, matchAttribute on the NUMA node or the PCIe root),
+`firstAvailable` alternatives, standalone claims several pending pods share, and GB200 hosts
+whose GPUs are partitionable (a counter set per GPU that the whole GPU and its 2g and 1g
+partitions consume, KEP-4815); and Workload API gangs (1.37 PodGroups with a minCount).
 
 `cluster(seed)` returns the manifests as plain dicts; the same seed gives the same cluster.
 """
@@ -40,7 +43,11 @@ VENDORS = (
     ("gpu.nvidia.com", "h100", 8, 4, 2, "nvidia.com/gpu"),
     ("habana.ai", "gaudi3", 8, 4, 4, "habana.ai/gaudi"),
     ("tpu.google.com", "tpu-v6e", 4, 0, 0, "google.com/tpu"),
+    ("gpu.nvidia.com", "gb200", 2, 1, 1, "nvidia.com/gpu"),  # 2 GPUs, partitionable
 )
+PARTITIONED = "gb200"
+# A GB200 GPU's partitions: (profile, how many, slices of the GPU's counter each consumes).
+PARTITIONS = (("full", 1, 4), ("2g", 2, 2), ("1g", 4, 1))
 # (name, value, preemptionPolicy)
 PRIORITY_CLASSES = (
     ("critical", 5000, "PreemptLowerPriority"),
@@ -53,7 +60,34 @@ RUNNING_CLASSES = ("low", "low", "scavenger", "high", None)
 PENDING_CLASSES = ("critical", "high", "high", "polite", "low", None)
 
 
+def _partitions(kind: str, count: int) -> list[dict[str, Any]]:
+    """Every partition of `count` GPUs: each consumes slices of its GPU's counter set."""
+    out = []
+    for g in range(count):
+        for profile, many, slices in PARTITIONS:
+            for j in range(many):
+                name = f"{kind}-{g}" if profile == "full" else f"{kind}-{g}-{profile}-{j}"
+                attributes = {
+                    "model": {"string": kind},
+                    "profile": {"string": profile},
+                    "numa": {"int": g},
+                    PCIE_ROOT: {"string": f"pci{g:04x}:00"},
+                }
+                counters = {"slices": {"value": str(slices)}}
+                consumes = [{"counterSet": f"{kind}-{g}", "counters": counters}]
+                out.append({"name": name, "attributes": attributes, "consumesCounters": consumes})
+    return out
+
+
+def _counters(node: str, driver: str, kind: str, count: int) -> dict[str, Any]:
+    """The slice of the pool's shared counters: four slices per GPU."""
+    sets = [{"name": f"{kind}-{g}", "counters": {"slices": {"value": "4"}}} for g in range(count)]
+    return _slice(node, driver, kind, {"sharedCounters": sets}, "-counters")
+
+
 def _devices(driver: str, kind: str, count: int, numa: int, pcie: int) -> list[dict[str, Any]]:
+    if kind == PARTITIONED:
+        return _partitions(kind, count)
     out = []
     for i in range(count):
         attributes: dict[str, Any] = {"model": {"string": kind}}
@@ -65,18 +99,25 @@ def _devices(driver: str, kind: str, count: int, numa: int, pcie: int) -> list[d
     return out
 
 
-def _slice(node: str, driver: str, kind: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+def _slice(
+    node: str, driver: str, kind: str, body: dict[str, Any], suffix: str = ""
+) -> dict[str, Any]:
+    """A slice of the node's pool: `body` holds its devices or its shared counters."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{kind}"},
+        "metadata": {"name": f"{node}-{kind}{suffix}"},
         "spec": {
             "driver": driver,
             "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": _slices(kind)},
+            **body,
         },
     }
+
+
+def _slices(kind: str) -> int:
+    return 2 if kind == PARTITIONED else 1
 
 
 def _stamp(minute: int) -> str:
@@ -124,25 +165,65 @@ def _claim(
     }
 
 
-def _template(rng: random.Random, ns: str, driver: str, kind: str) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": driver, "count": rng.choice((1, 1, 2, 4))}
+def _exactly(rng: random.Random, driver: str, kind: str, counts: tuple[int, ...]) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": driver, "count": rng.choice(counts)}
     if rng.random() < 0.3:
         model = kind if rng.random() < 0.8 else "b200"
-        exactly["selectors"] = [
-            {"cel": {"expression": f"device.attributes['{driver}'].model == '{model}'"}}
+        expression = f"device.attributes['{driver}'].model == '{model}'"
+        if kind == PARTITIONED and rng.random() < 0.7:
+            profile = rng.choice([p for p, _, _ in PARTITIONS])
+            expression += f" && device.attributes['{driver}'].profile == '{profile}'"
+        exactly["selectors"] = [{"cel": {"expression": expression}}]
+    return exactly
+
+
+def _device_spec(rng: random.Random, driver: str, kind: str) -> dict[str, Any]:
+    """A claim's spec.devices: one request, exactly or `firstAvailable` alternatives (most
+    wanted first), perhaps under a matchAttribute constraint."""
+    request: dict[str, Any] = {"name": "dev"}
+    if rng.random() < 0.3:
+        request["firstAvailable"] = [
+            {"name": f"alt{i}", **_exactly(rng, driver, kind, counts)}
+            for i, counts in enumerate(((2, 4), (1, 2), (1,))[: rng.randint(2, 3)])
         ]
-    devices: dict[str, Any] = {"requests": [{"name": "dev", "exactly": exactly}]}
+    else:
+        request["exactly"] = _exactly(rng, driver, kind, (1, 1, 2, 4))
+    devices: dict[str, Any] = {"requests": [request]}
     # Any vendor may be asked for either attribute: a TPU host has neither, a Gaudi3 host one
     # PCIe root per NUMA node.
     attribute = rng.choice((None, None, f"{driver}/numa", PCIE_ROOT))
     if attribute:
         devices["constraints"] = [{"requests": ["dev"], "matchAttribute": attribute}]
+    return devices
+
+
+def _template(rng: random.Random, ns: str, driver: str, kind: str) -> dict[str, Any]:
     name = f"{kind}-{rng.randint(0, 10**6)}"
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"spec": {"devices": devices}},
+        "spec": {"spec": {"devices": _device_spec(rng, driver, kind)}},
+    }
+
+
+def _shared(rng: random.Random, ns: str, driver: str, kind: str) -> dict[str, Any]:
+    """A claim of its own, not yet allocated, that pending pods name: the first one scheduled
+    allocates it, the others must join it on its node."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"shared-{kind}-{rng.randint(0, 10**6)}", "namespace": ns},
+        "spec": {"devices": _device_spec(rng, driver, kind)},
+    }
+
+
+def _gang(name: str, ns: str, min_count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
     }
 
 
@@ -168,8 +249,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
     ]
     nodes: list[str] = []
     accelerators: dict[str, tuple[str, list[str]]] = {}  # node: (driver, free devices)
-    for vendor in VENDORS:
-        driver, kind, count, numa, pcie, taint = vendor
+    for driver in sorted({v[0] for v in VENDORS}):
         docs.append(
             {
                 "apiVersion": "resource.k8s.io/v1",
@@ -178,6 +258,8 @@ def cluster(seed: int) -> list[dict[str, Any]]:
                 "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
             }
         )
+    for vendor in VENDORS:
+        driver, kind, count, numa, pcie, taint = vendor
         for i in range(rng.randint(0, 2)):
             name = f"{kind}-{i}"
             labels = {ZONE: rng.choice(ZONES), "node.kubernetes.io/instance-type": kind}
@@ -187,9 +269,18 @@ def cluster(seed: int) -> list[dict[str, Any]]:
             node = _node(name, labels, taints if rng.random() < 0.6 else [], rng.choice((8, 16)))
             node["status"]["allocatable"]["pods"] = str(rng.choice((4, 6, 110)))
             devices = _devices(driver, kind, count, numa, pcie)
-            docs += [node, _slice(name, driver, kind, devices)]
+            docs += [node, _slice(name, driver, kind, {"devices": devices})]
+            if kind == PARTITIONED:
+                docs.append(_counters(name, driver, kind, count))
             nodes.append(name)
-            accelerators[name] = (driver, [d["name"] for d in devices])
+            # Running pods hold whole devices (on a GB200 host whole GPUs: their partitions
+            # then have no slice of the counter left).
+            whole = [
+                d["name"]
+                for d in devices
+                if d["attributes"].get("profile", {}) in ({}, {"string": "full"})
+            ]
+            accelerators[name] = (driver, whole)
     for i in range(rng.randint(2, 4)):
         name = f"cpu-{i}"
         labels = {ZONE: rng.choice(ZONES)}
@@ -210,6 +301,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
         exporter["spec"]["priorityClassName"] = "system-node-critical"
         docs.append(exporter)
     workers = [n for n in nodes if not n.startswith(("control", "system"))]
+    running_claims: dict[tuple[str, str], str] = {}  # (namespace, node kind): a held claim
     minute = 0
     for serial in range(rng.randint(3, 10)):
         app = rng.choice(APPS)
@@ -240,6 +332,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
             if take:
                 held, accelerators[where] = free[:take], (driver, free[take:])
                 docs.append(_claim(f"{name}-dev", ns, driver, where, held, name))
+                running_claims[(ns, where.rsplit("-", 1)[0])] = f"{name}-dev"
                 p["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimName": f"{name}-dev"}]
                 p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
         docs.append(p)
@@ -262,6 +355,8 @@ def cluster(seed: int) -> list[dict[str, Any]]:
                     }
                 )
     templates: dict[tuple[str, str], str] = {}
+    shared: dict[tuple[str, str], str] = dict(running_claims)
+    pending: list[dict[str, Any]] = []
     for i in range(rng.randint(4, 12)):
         app = rng.choice(APPS)
         ns = rng.choice(sorted(NAMESPACES))
@@ -286,12 +381,43 @@ def cluster(seed: int) -> list[dict[str, Any]]:
         if rng.random() < 0.45:
             vendor = rng.choice(VENDORS)
             key = (ns, vendor[1])
-            if key not in templates or rng.random() < 0.5:
-                template = _template(rng, ns, vendor[0], vendor[1])
-                docs.append(template)
-                templates[key] = template["metadata"]["name"]
-            spec["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": templates[key]}]
+            joinable = sorted(k for k in shared if k[0] == ns)
+            if joinable and rng.random() < 0.3:
+                # Another pod's claim: a pending one's, or one a running pod holds.
+                key = rng.choice(joinable)
+                vendor = next(v for v in VENDORS if v[1] == key[1])
+                ref = {"name": "dev", "resourceClaimName": shared[key]}
+            elif rng.random() < 0.2:
+                claim = _shared(rng, ns, vendor[0], vendor[1])
+                docs.append(claim)
+                shared[key] = claim["metadata"]["name"]
+                ref = {"name": "dev", "resourceClaimName": shared[key]}
+            else:
+                if key not in templates or rng.random() < 0.5:
+                    template = _template(rng, ns, vendor[0], vendor[1])
+                    docs.append(template)
+                    templates[key] = template["metadata"]["name"]
+                ref = {"name": "dev", "resourceClaimTemplateName": templates[key]}
+            spec["resourceClaims"] = [ref]
             spec["containers"][0]["resources"]["claims"] = [{"name": "dev"}]
             spec["tolerations"] = [{"key": vendor[5], "operator": "Exists", "effect": "NoSchedule"}]
         docs.append(p)
+        pending.append(p)
+    # Gangs: a few pending pods of one namespace made the members of a PodGroup.
+    for g in range(rng.choice((0, 0, 1, 2))):
+        ns = rng.choice(sorted(NAMESPACES))
+        members = [
+            p
+            for p in pending
+            if p["metadata"]["namespace"] == ns and "schedulingGroup" not in p["spec"]
+        ]
+        if len(members) < 2:
+            continue
+        chosen = rng.sample(members, rng.randint(2, min(3, len(members))))
+        name = f"gang-{g}"
+        docs.append(_gang(name, ns, rng.choice((2, len(chosen), len(chosen), len(chosen) + 1))))
+        for p in chosen:
+            p["spec"]["schedulingGroup"] = {"podGroupName": name}
+            # A member's priority is its PodGroup's in 1.37 (none here: 0), as victim too.
+            p["spec"].pop("priorityClassName", None)
     return docs

@@ -163,6 +163,15 @@ def test_a_podgroup_with_a_topology_constraint_preempts_only_without_the_topolog
         assert {res[f"train-{i}"].nominated for i in range(2)} == {"gaudi-0"}
 
 
+def _trainers() -> list[KubeStruct]:
+    """A 1.36 PodGroup of two 4-card trainers of priority 1000, minCount 2."""
+    pods = [
+        MakePod().name(f"train-{i}").req(**{GAUDI: 4}).priority(1000).scheduling_group("train")
+        for i in range(2)
+    ]
+    return [podgroup_v1alpha2("train", min_count=2), *(p.obj() for p in pods)]
+
+
 def test_in_1_36_a_podgroup_gang_preempts_pod_by_pod() -> None:
     """1.36 (WorkloadAwarePreemption alpha, off): a v1alpha2 PodGroup's members run
     DefaultPreemption each, at their own priority, inside the gang's trial."""
@@ -171,16 +180,31 @@ def test_in_1_36_a_podgroup_gang_preempts_pod_by_pod() -> None:
         node("gaudi-1"),
         worker("low-0", "gaudi-0", 4, 10, 0).obj(),
         worker("low-1", "gaudi-1", 4, 10, 1).obj(),
-        podgroup_v1alpha2("train", min_count=2),
-        *[
-            MakePod()
-            .name(f"train-{i}")
-            .req(**{GAUDI: 4})
-            .priority(1000)
-            .scheduling_group("train")
-            .obj()
-            for i in range(2)
-        ],
+        *_trainers(),
     ]
     _, res = run(objs, version="1.36")
     assert {res[f"train-{i}"].nominated for i in range(2)} == {"gaudi-0", "gaudi-1"}
+
+
+@pytest.mark.parametrize("gang", [True, False])
+def test_a_member_that_fits_waits_at_the_gangs_permit_while_another_preempts(gang: bool) -> None:
+    """1.36 with GangScheduling: two Gaudi trainers, one fitting a free node, the other only
+    by preempting. Permit holds the first (assumed, not bound) until minCount members are
+    placed, so neither binds in this cycle; without the gate the first binds."""
+    objs = [
+        node("gaudi-0"),
+        node("gaudi-1"),
+        worker("low-0", "gaudi-0", 4, 10, 0).obj(),
+        *_trainers(),
+    ]
+    state, res = run(objs, version="1.36", gates=f"GangScheduling={str(gang).lower()}")
+    placed = {k: (r.node, r.nominated) for k, r in res.items() if k.startswith("train")}
+    fits, preempts = sorted(placed, key=lambda k: placed[k][1] == "gaudi-0")
+    assert placed[preempts] == (None, "gaudi-0")
+    assert [v.metadata.name for v in res[preempts].victims] == ["low-0"]
+    if gang:
+        assert placed[fits] == (None, "gaudi-1")
+        assert res[fits].reason is not None and "waiting for 2 pods" in res[fits].reason.message
+        assert not state.pods[("default", fits)].spec.node_name
+    else:
+        assert placed[fits] == ("gaudi-1", "")

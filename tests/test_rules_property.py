@@ -1,7 +1,9 @@
 """kube-scheduler's rules, all at once, on generated clusters (tests/rules_clusters.py: H100,
 Gaudi3 and TPU hosts with NUMA / PCIe-root attributes, CPU workers, control-plane and system
 nodes; running pods of several priorities holding devices, with anti-affinity and budgets;
-pending pods with pod (anti-)affinity, topology spread, host ports, priorities and DRA claims).
+pending pods with pod (anti-)affinity, topology spread, host ports, priorities and DRA claims:
+templates and shared standalone claims, exact counts and firstAvailable alternatives, GB200 GPUs
+partitioned through shared counters; and 1.37 Workload gangs).
 
 The scheduler runs as `schedule` runs it (the default profile, preemption on); an independent
 checker (tests/placement_rules.py, tests/dra_rules.py: plain dicts, upstream's rules, no draplan
@@ -12,7 +14,11 @@ code) replays its answers in order:
 - a pod left unbound has no node where every filter passes;
 - it preempts exactly when DefaultPreemption has a candidate: its victims are of lower
   priority, are the ones SelectVictimsOnNode picks on the nominated node (the pod then fits
-  there), and no candidate ranks strictly better by pickOneNodeForPreemption's criteria.
+  there), and no candidate ranks strictly better by pickOneNodeForPreemption's criteria;
+- a gang (a PodGroup's members: kube-scheduler's pod group cycle) binds none of its pods or
+  at least minCount of them (PlacementFeasible), each bound one as above; a member that does
+  not bind may have fit alone, and preempts as the group (workload-aware preemption), so only
+  what it does to the cluster is replayed.
 """
 
 from __future__ import annotations
@@ -22,14 +28,16 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from dra_rules import Devices
 from draplan.allocator.validate import validate_allocation
 from draplan.api.codec import decode
+from draplan.api.features import DEFAULT_VERSION, feature_gates
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import PodResult, Scheduler, build_profile
 from placement_rules import Cluster
-from rules_clusters import cluster
+from rules_clusters import PARTITIONED, _claim, _counters, _devices, _slice, cluster
 
-EXAMPLES = 80
+EXAMPLES = 150
 
 
 def _results(r: PodResult) -> list[tuple[str, tuple[str, str, str]]]:
@@ -45,14 +53,29 @@ def _names(pods: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
 
 
-def check_run(seed: int) -> None:
+def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> None:
+    """One generated cluster scheduled at `version` with `--feature-gates` `gates`: its
+    PodGroups are gangs where kube-scheduler's gang scheduling runs (1.37; 1.36 with
+    GangScheduling), their members plain pods elsewhere."""
     docs = cluster(seed)
-    state = ClusterState.from_objects([decode(d) for d in docs])
+    state = ClusterState.from_objects([decode(d) for d in docs], feature_gates(version, gates))
     results = Scheduler(build_profile(), post_filter=True).run(state)
     by_key = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Pod"
     }
     rules = Cluster(docs)
+    gangs = {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["schedulingPolicy"]["gang"]
+        for d in docs
+        if d["kind"] == "PodGroup"
+    }
+    ganged = version != "1.36" or "GangScheduling=true" in gates
+    gang_of = {
+        key: (key[0], pod["spec"]["schedulingGroup"]["podGroupName"])
+        for key, pod in by_key.items()
+        if pod["spec"].get("schedulingGroup") and ganged
+    }
+    bound: dict[tuple[str, str], int] = dict.fromkeys(gangs, 0)
     for r in results:
         pod = by_key[r.key]
         where = (seed, r.key)
@@ -62,10 +85,20 @@ def check_run(seed: int) -> None:
             allocated = _results(r)
             if allocated:
                 event("bound with devices")
+                _event_devices(allocated)
+                if any(c.status.reserved_for[:-1] for c in r.claims):
+                    event("bound to a claim other pods reserve")
                 assert rules.devices.check(pod, r.node, allocated) == [], (*where, r.node)
                 assert validate_allocation(state, state.nodes[r.node], r.claims) == [], where
-                rules.devices.allocate(pod, allocated)
+                rules.devices.allocate(pod, r.node, allocated)
             rules.place(pod, r.node)
+            if r.key in gang_of:
+                bound[gang_of[r.key]] += 1
+            continue
+        if r.key in gang_of:
+            event("gang member not bound")
+            if r.nominated:
+                rules.preempt(pod, r.nominated, [by_key[key_of(v)] for v in r.victims])
             continue
         assert rules.feasible(pod) == [], (*where, r.reason.message if r.reason else "")
         found = rules.candidates(pod)
@@ -85,9 +118,116 @@ def check_run(seed: int) -> None:
         if broken:
             event("preempts breaking a budget")
         rules.preempt(pod, r.nominated, victims)
+    for gang, count in bound.items():
+        event("gang bound" if count else "gang not bound")
+        assert count == 0 or count >= gangs[gang]["minCount"], (seed, gang, count)
+
+
+def _event_devices(allocated: list[tuple[str, tuple[str, str, str]]]) -> None:
+    if any("/" in request for request, _ in allocated):
+        event("bound through a firstAvailable alternative")
+    if any(request.endswith(("/alt1", "/alt2")) for request, _ in allocated):
+        event("bound through a later firstAvailable alternative")
+    if any("-1g-" in d or "-2g-" in d for _, (_, _, d) in allocated):
+        event("bound to GPU partitions")
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_every_answer_obeys_the_plugins_rules(seed: int) -> None:
     check_run(seed)
+
+
+@settings(max_examples=EXAMPLES // 3, deadline=None)
+@given(seed=st.integers(0, 10**6), gates=st.sampled_from(["", "GangScheduling=true"]))
+def test_in_1_36_podgroups_are_gangs_only_with_gang_scheduling(seed: int, gates: str) -> None:
+    check_run(seed, "1.36", gates)
+
+
+# --- the checker has teeth: what upstream's allocator would never answer, it refuses ------------
+
+
+def _gb200(held: list[str]) -> list[dict[str, Any]]:
+    """A GB200 host (two GPUs and their partitions), `held` by a running pod's claim."""
+    driver, kind = "gpu.nvidia.com", PARTITIONED
+    devices = _devices(driver, kind, 2, 1, 1)
+    docs = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
+        },
+        _slice("gb", driver, kind, {"devices": devices}),
+        _counters("gb", driver, kind, 2),
+    ]
+    if held:
+        docs.append(_claim("held", "ml", driver, "gb", held, "runner"))
+    return docs
+
+
+def _claiming(docs: list[dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+    docs.append(
+        {
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "t", "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        }
+    )
+    return {
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"resourceClaims": [{"name": "dev", "resourceClaimTemplateName": "t"}]},
+    }
+
+
+def _dev(name: str) -> tuple[str, str, str]:
+    return ("gpu.nvidia.com", "gb", name)
+
+
+def test_the_checker_refuses_partitions_whose_counters_are_spent() -> None:
+    docs = _gb200(["gb200-0"])
+    pod = _claiming(docs, {"name": "dev", "exactly": {"deviceClassName": "gpu.nvidia.com"}})
+    devices = Devices(docs)
+    assert devices.check(pod, "gb", [("dev", _dev("gb200-0-1g-0"))]) != []
+    assert devices.check(pod, "gb", [("dev", _dev("gb200-1-1g-0"))]) == []
+
+
+def test_the_checker_refuses_a_later_alternative_when_an_earlier_one_fits() -> None:
+    docs = _gb200(["gb200-0"])
+    pick = [{"name": n, "deviceClassName": "gpu.nvidia.com"} for n in ("a", "b")]
+    pod = _claiming(docs, {"name": "dev", "firstAvailable": [{**pick[0], "count": 2}, pick[1]]})
+    devices = Devices(docs)
+    assert devices.check(pod, "gb", [("dev/b", _dev("gb200-1"))]) != []
+    # Two free devices whose counters fit together: two halves of GPU 1.
+    two = [("dev/a", _dev("gb200-1-2g-0")), ("dev/a", _dev("gb200-1-2g-1"))]
+    assert devices.check(pod, "gb", two) == []
+    whole_and_half = [("dev/a", _dev("gb200-1")), ("dev/a", _dev("gb200-1-2g-0"))]
+    assert devices.check(pod, "gb", whole_and_half) != []
+
+
+def test_the_checker_holds_a_shared_claim_to_its_node() -> None:
+    docs = _gb200([])
+    docs.append(
+        {
+            "kind": "ResourceClaim",
+            "metadata": {"name": "shared", "namespace": "ml"},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "dev", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+                }
+            },
+        }
+    )
+    first, second = (
+        {
+            "metadata": {"name": n, "namespace": "ml"},
+            "spec": {"resourceClaims": [{"name": "dev", "resourceClaimName": "shared"}]},
+        }
+        for n in ("p1", "p2")
+    )
+    devices = Devices(docs)
+    devices.allocate(first, "gb", [("dev", _dev("gb200-0"))])
+    assert not devices.fits(second, "elsewhere") and devices.fits(second, "gb")
+    assert devices.check(second, "gb", [("dev", _dev("gb200-1"))]) != []
+    devices.release(first)  # p2 has not reserved it yet: the claim is deallocated
+    assert devices.allocated == {}

@@ -20,6 +20,7 @@ from draplan.api.core_v1 import Pod, PodResourceClaimStatus
 from draplan.api.resource_v1 import POD_CLAIM_ANNOTATION, ResourceClaim
 from draplan.cluster.podresources import is_terminal, node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.scheduler.claims import unreserve
 from draplan.scheduler.evaluations import Evaluator, NodeStatuses, Selection, ShapeEvaluations
 from draplan.scheduler.extended import claim_status
 from draplan.scheduler.framework import (
@@ -508,9 +509,31 @@ class Scheduler:
             results = self._gang_outcome(gang, trial, ok, total)
             if not ok:  # nominations made in the trial are gone with it
                 results = [_as_before(state, r) for r in results]
+            elif bound + sum(1 for r in trial if r.node) < gang.min_count:
+                results = self._at_permit(state, gang, results)
         if any(r.node or r.nominated for r in results):
             return results
         return self._group_post_filter(state, gang, pending, bound, results) or results
+
+    def _at_permit(
+        self, state: ClusterState, gang: Gang, results: list[PodResult]
+    ) -> list[PodResult]:
+        """The gang reaches minCount only with members its preemption nominated: those placed
+        wait at the gang's Permit until minCount are (gangscheduling: Permit returns Wait; the
+        coscheduling plugin's alike), so none is bound in this cycle. Each stays nominated to
+        its node, its claims not allocated, as a nominated pod's are not."""
+        why = f"{gang.label}: waiting for {gang.min_count} pods of the gang to be scheduled"
+        out = []
+        for r in results:
+            if not r.node:
+                out.append(r)
+                continue
+            unreserve(state, r.key)
+            state.unbind_pod(state.pods[r.key])
+            pod = state.nominate(state.pods[r.key], r.node)
+            reason = FitReason(why)
+            out.append(PodResult(r.key, pod, reason=reason, gang=gang.label, nominated=r.node))
+        return out
 
     def _group_post_filter(
         self,

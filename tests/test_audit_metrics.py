@@ -210,6 +210,7 @@ def test_metrics_cli_json(run_cli: Any, tmp_path: Path) -> None:
     assert set(doc) == {
         "cluster",
         "deviceClasses",
+        "extendedResources",
         "nodePools",
         "resourcePools",
         "nodes",

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 from draplan.api.core_v1 import Node
 from draplan.audit.metrics_memo import Layout, MetricsMemo, NodePart, PoolPart, StrandedPart
+from draplan.audit.plugin_gpus import PluginNode, measure, plugin_shapes, plugin_units
 from draplan.audit.stranded import (
     NodeStranded,
     RequestShape,
@@ -87,6 +88,7 @@ class _Collector:
         for pool in self.pools(nodes):
             accelerator_classes |= self.pool(pool, kept)
         self.stranded(nodes, accelerator_classes)
+        self.plugin_gpus(nodes)
         m = Metrics()
         for scope, parts in self.parts.items():
             m.tallies[scope], m.shown[scope] = self.memo.sum(parts)
@@ -107,7 +109,8 @@ class _Collector:
                 tally = Tally()
                 tally.add_price(price)
                 tally = memo.intern(tally)
-                part = NodePart(node, pools_key, pool_name(state, node), price, tally)
+                pool = pool_name(state, node)
+                part = NodePart(node, pools_key, pool, price, tally, plugin_units(node))
             memo.node_parts[name] = part
             if part.pool:
                 self.node_pool[name] = part.pool
@@ -257,6 +260,43 @@ class _Collector:
             mine = [partitions[v] for v in acc.partitions if c in self.classes_of(v)]
             classes[c].add_gpu(share, held, len(mine), sum(mine), out)
 
+    # --- device plugins' accelerators -------------------------------------------------------
+
+    def plugin_gpus(self, nodes: list[tuple[str, Node]]) -> None:
+        """Each node's device-plugin accelerators (`audit.plugin_gpus`) in its scopes and in
+        their resource's (the section `extendedResources`)."""
+        units = {n: u for n, _ in nodes if (u := self.memo.node_parts[n].plugin_units)}
+        if not units:
+            return
+        shapes, self.memo.plugin_asks = plugin_shapes(self.state, units, self.memo.plugin_asks)
+        intern = self.memo.intern
+        for name, node in nodes:
+            if name not in units:
+                continue
+            measured = measure(self.state, node, units[name], shapes)
+            whole = sum(measured.units.devices.values()) or 1
+            # A node's stranded devices cost its price times their share of its devices.
+            per_device = self.price.get(name, 0.0) / whole if name in self.price else None
+
+            def cost(stranded: float, per_device: float | None = per_device) -> float | None:
+                return None if per_device is None else per_device * stranded
+
+            mine = Tally()
+            for resource in (*measured.units.devices, *measured.units.parts):
+                of = Tally()
+                for t in (mine, of):
+                    _add_units(t, measured, resource)
+                part = measured.by_resource.get(resource)
+                if part is not None:
+                    free = measured.free(resource)
+                    for t in (mine, of):
+                        t.stranded.setdefault(resource, Stranded()).add(free, part, cost(part))
+                    of.add_stranded(part, cost(part))
+                self.add(("extendedResources", resource), intern(of))
+            mine.add_stranded(measured.stranded, cost(measured.stranded))
+            for parts in self.scopes(name):
+                parts.append(intern(mine))
+
     # --- stranded GPUs ---------------------------------------------------------------------
 
     def stranded(self, nodes: list[tuple[str, Node]], accelerator_classes: set[str]) -> None:
@@ -394,6 +434,18 @@ def workload_shapes(
         views = (v for name in sorted(state.slices.keys()) for v in state.slice_devices(name))
         classes = accelerator_classes(state.device_classes, views)
     return typical(*(memo or MetricsMemo()).shapes(state, classes))
+
+
+def _add_units(tally: Tally, measured: PluginNode, resource: str) -> None:
+    """A device plugin's units of `resource`: whole devices, or partitions."""
+    got = measured.units
+    if resource in got.devices:
+        tally.gpus += got.devices[resource]
+        tally.gpus_in_use += measured.in_use[resource]
+        tally.gpus_allocated += measured.allocated[resource]
+    else:
+        tally.partitions += got.parts[resource]
+        tally.partitions_allocated += measured.parts_used[resource]
 
 
 def _scaled(cost: float | None, share: float) -> float | None:

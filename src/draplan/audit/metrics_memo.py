@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.resource_v1 import DeviceClass
+from draplan.audit.plugin_gpus import Asks, PluginUnits
 from draplan.audit.poolstatus import PoolStatusMemo
 from draplan.audit.stranded import (
     NodeStranded,
@@ -37,13 +38,15 @@ V = TypeVar("V")
 
 @dataclass(frozen=True, eq=False)
 class NodePart:
-    """A node's node pool and price, and what it adds to its scopes (its price)."""
+    """A node's node pool and price, and what it adds to its scopes (its price); the
+    accelerators its device plugins advertise (`plugin_gpus.plugin_units`)."""
 
     node: Node
     pools_key: object
     pool: str
     price: float | None
     tally: Tally
+    plugin_units: PluginUnits
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +114,7 @@ class MetricsMemo:
         self.node_parts: dict[str, NodePart] = {}
         self.pool_parts: dict[Pool, PoolPart] = {}
         self.stranded_parts: dict[str, StrandedPart] = {}
+        self.plugin_asks: Asks = {}  # each pod's device-plugin shape
         self._interned: Recent[tuple[object, ...], Tally] = Recent()
         self._sums: Recent[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = Recent()
         self._chunks: Recent[tuple[Tally, ...], Tally] = Recent()

@@ -166,7 +166,7 @@ def _money(value: float | None) -> float | None:
 
 Scope = tuple[str, str]  # (the document's section, the name in it)
 CLUSTER: Scope = ("cluster", "")
-SECTIONS = ("deviceClasses", "nodePools", "resourcePools", "nodes")
+SECTIONS = ("deviceClasses", "extendedResources", "nodePools", "resourcePools", "nodes")
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """`draplan metrics`: physical GPUs and their partitions, allocation, shared capacity, and
-stranded GPUs (with their cost) per cluster, device class, node pool, resource pool and node;
+stranded GPUs (with their cost) per cluster, device class, device plugin's resource, node pool,
+resource pool and node;
 each resource pool's status in ResourcePoolStatusRequest's terms, beside the server's answers."""
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ def metrics_cmd(filenames: tuple[str, ...], top: int, prices_path: str | None, o
     emit_table("Cluster", HEADERS, [_row("cluster", doc["cluster"])])
     if doc["deviceClasses"]:
         emit_table("Device classes", HEADERS, [_row(n, d) for n, d in doc["deviceClasses"].items()])
+    if doc["extendedResources"]:
+        rows = [_row(n, d) for n, d in doc["extendedResources"].items()]
+        emit_table("Device plugins' resources", HEADERS, rows)
     if doc["nodePools"]:
         rows = [_row(n, d) for n, d in most_stranded(doc["nodePools"])]
         emit_table("Node pools (most stranded first)", HEADERS, rows)

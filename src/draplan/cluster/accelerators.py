@@ -39,6 +39,13 @@ def is_accelerator_resource(name: str) -> bool:
     return bool(slash) and "kubernetes.io" not in domain and resource.startswith(RESOURCE_PREFIXES)
 
 
+def is_partition_resource(name: str) -> bool:
+    """An extended resource for parts of accelerators, not whole ones: NVIDIA's MIG profiles
+    (`nvidia.com/mig-1g.10gb`) and time-sliced replicas renamed `<name>.shared`."""
+    resource = name.partition("/")[2]
+    return resource.startswith("mig-") or resource.endswith(".shared")
+
+
 @dataclass(frozen=True, eq=False)
 class Accelerator:
     """One physical device of a pool: its published devices (publish order), the counters of

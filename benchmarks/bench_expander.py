@@ -42,6 +42,7 @@ from draplan.grpcplugin.protos import expander_pb2, expander_pb2_grpc
 from draplan.grpcplugin.server import MAX_MESSAGE, add_expander, new_server
 from draplan.scheduler import Scheduler
 from draplan.serve.answers import Answers, Auditor
+from draplan.serve.audited import AuditedState
 from draplan.serve.loop import AuditLoop
 from draplan.sources.nodepools import NODE_POOLS_LABEL
 
@@ -252,6 +253,7 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
         auditor = Auditor(plan_process=True)
+        audited = auditor.audited = AuditedState()
         loop = AuditLoop(model, auditor, 0.0, CollectorRegistry(), (published.append,))
         ctx = multiprocessing.get_context("spawn")
         conn, child = ctx.Pipe()
@@ -262,8 +264,9 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
             wait_for(lambda: model.health().ready, timeout=900)
             loop.start()
             wait_for(loop.first_answers.is_set, timeout=900, what="the first audit")
-            # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander); the time
-            # each call spends judging (under the audit loop's lock) is noted beside.
+            # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander): on the
+            # newest audited generation's own state; the time each call spends judging is
+            # noted beside.
             judge = Judge(Scheduler(auditor.profile))
             answer = judge.answer
 
@@ -276,15 +279,16 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
 
             judge.answer = timed  # type: ignore[method-assign]
             server = new_server()
+            wait_for(lambda: audited.generation, timeout=600, what="the audited state")
             port = add_expander(
                 server,
                 "localhost:0",
                 None,
                 None,
-                lambda: loop.state,
+                audited.state,
                 insecure=True,
                 judge=judge,
-                lock=loop.state_lock,
+                lock=audited.reader,
             )
             server.start()
             client = ctx.Process(target=_client, args=(child, port, sizes, repeat), daemon=True)
@@ -318,8 +322,8 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
                 "podsPerOption": pods,
                 "requestMiB": mine[0][2],
                 "seconds": [round(t, 3) for t in seconds],
-                # Of which judging, under the lock (the rest: the wire, decoding, the wait
-                # for the audit step in progress).
+                # Of which judging (the rest: the wire, decoding, applying the changes of
+                # the audits since the last call).
                 "judgingSeconds": [round(t, 3) for t in judging],
                 "targetSeconds": target,
                 "withinTarget": max(seconds) <= target,

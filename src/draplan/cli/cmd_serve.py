@@ -52,22 +52,25 @@ def start_expander(
     loop: AuditLoop,
     profile: Profile,
 ) -> grpc.Server:
-    """CA's gRPC expander answering from the audit loop's state, under its lock (a call waits
-    for the step of an audit in progress: why, metrics or the scale-up). Until the first
-    answers are published it answers UNAVAILABLE, so CA goes on with its own options."""
+    """CA's gRPC expander answering from the objects of the newest generation audited, in a
+    state of their own (`serve.audited`: a call never waits for an audit in progress); start
+    it before the loop's first audit. Until the first answers are published it answers
+    UNAVAILABLE, so CA goes on with its own options."""
     from draplan.grpcplugin.judge import Judge
     from draplan.grpcplugin.server import TLSRequired, start_expander_server
     from draplan.scheduler import Scheduler
+    from draplan.serve.audited import AuditedState
 
+    audited = loop.auditor.audited = AuditedState()
     try:
         return start_expander_server(
             addr,
             tls_cert,
             tls_key,
-            lambda: loop.state if loop.first_answers.is_set() else None,
+            lambda: audited.state() if loop.first_answers.is_set() else None,
             insecure=insecure,
             judge=Judge(Scheduler(profile)),
-            lock=loop.state_lock,
+            lock=audited.reader,
         )
     except (TLSRequired, OSError, RuntimeError) as err:
         raise BadInput(

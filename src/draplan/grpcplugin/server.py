@@ -24,7 +24,9 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent import futures
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -121,13 +123,13 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServicer):
         self,
         state_provider: StateProvider,
         judge: Judge | None = None,
-        lock: threading.Lock | None = None,
+        lock: AbstractContextManager[Any] | None = None,
     ) -> None:
         self.state_provider = state_provider
         self.judge = judge or Judge(Scheduler(build_profile()))
         # The state is forked and reverted per request: whoever else changes it (serve's
-        # watch) shares this lock.
-        self.lock = lock or threading.Lock()
+        # audited state) shares this lock.
+        self.lock: AbstractContextManager[Any] = lock or threading.Lock()
 
     def BestOptions(
         self, request: expander_pb2.BestOptionsRequest, context: grpc.ServicerContext
@@ -179,7 +181,7 @@ def add_expander(
     *,
     insecure: bool = False,
     judge: Judge | None = None,
-    lock: threading.Lock | None = None,
+    lock: AbstractContextManager[Any] | None = None,
 ) -> int:
     """Serve the expander on `server` at `addr` (TLS from the PEM files unless `insecure`);
     the port bound."""
@@ -203,7 +205,7 @@ def start_expander_server(
     *,
     insecure: bool = False,
     judge: Judge | None = None,
-    lock: threading.Lock | None = None,
+    lock: AbstractContextManager[Any] | None = None,
 ) -> grpc.Server:
     """A started gRPC server answering CA's expander calls at `addr`; stop it with `.stop()`.
     `state_provider` is called under `lock` for every request."""

@@ -29,10 +29,15 @@ from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.derived import derive_again
+from draplan.cluster.incremental import Changes, Held, changes_between
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
+from draplan.serve.audited import AuditedState
 from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
+
+# The longest an audit step waits for a reader of the audited state: CA's deadline (5 s).
+READER_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class Auditor:
     gangs_seen: dict[str, float] = field(default_factory=dict)
     """When each waiting gang was first seen waiting (wall clock), for gangs whose pods carry
     no creation time."""
+    audited: AuditedState | None = None
+    """Offered every audit's objects (the gRPC expander's state), if any."""
     # Kept while the model updates one state in place: their schedulers' evaluations are
     # cached per node version, so a later audit evaluates only the nodes changed since.
     _state: ClusterState | None = field(default=None, init=False, repr=False)
@@ -78,6 +85,10 @@ class Auditor:
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
     _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
     _planner: PlanWorker | None = field(default=None, init=False, repr=False)
+    # The objects of the last audit, and whether `audited` has been offered them (one offered
+    # late takes them all first).
+    _held: Held = field(default_factory=dict, init=False, repr=False)
+    _offered: AuditedState | None = field(default=None, init=False, repr=False)
     _made: MadePlan | None = field(default=None, init=False, repr=False)
     """The newest plan, the planner's or an audit's."""
 
@@ -99,9 +110,11 @@ class Auditor:
         )
 
     def close(self) -> None:
-        """End the planner process, if any."""
+        """End the planner process and `audited`'s thread, if any."""
         if self._planner is not None:
             self._planner.stop()
+        if self.audited is not None:
+            self.audited.close()
 
     def audit(
         self, state: ClusterState, generation: int, lock: threading.Lock | None = None
@@ -112,7 +125,7 @@ class Auditor:
         # collector's full passes over the model's heap during it (half a second of five at
         # 5,000 nodes) find little to free. It runs between audits instead.
         with collector_off():
-            return self._audit(state, generation, lock or nullcontext())
+            return self._audit(state, generation, _Step(lock, self.audited))
 
     def take_plan(self, answers: Answers, wait: float) -> Answers:
         """`answers` with the newest plan the planner made since, waiting up to `wait` seconds
@@ -133,8 +146,11 @@ class Auditor:
             metrics = metrics_document(state, self._metrics)
         with step:
             objects = state_objects(state)
+            changes = self._changes(state, generation, objects)
             # Unless a planner took this state, the audit makes the plan itself.
-            sent = planner is not None and planner.send(state, generation, objects, self._derived)
+            sent = planner is not None and planner.send(
+                state, generation, objects, self._derived, changes
+            )
             if sent:
                 scale_up = scale_up_document(state, autoscaler)
             else:
@@ -174,6 +190,22 @@ class Auditor:
             plan=made,
         )
 
+    def _changes(
+        self, state: ClusterState, generation: int, objects: tuple[KubeStruct, ...]
+    ) -> Changes:
+        """How the objects changed since the last audit (one pass over them for the planner
+        and `audited`), offered to `audited` at once."""
+        if self._planner is None and self.audited is None:
+            return Changes([], [])  # nobody takes them
+        self._held, changes = changes_between(self._held, objects, state.source_of)
+        audited = self.audited
+        if audited is not None:
+            late = self._offered is not audited  # attached since: it takes every object
+            self._offered = audited
+            whole = changes_between({}, objects, state.source_of)[1] if late else changes
+            audited.offer(generation, whole, state.features)
+        return changes
+
     def _newer(self, made: MadePlan) -> bool:
         """Keep `made` if it is newer than the plan kept; whether it was."""
         if self._made is not None and made.generation <= self._made.generation:
@@ -195,6 +227,23 @@ class Auditor:
         waiting = waiting_gangs(state, self.profile.kube)
         self.gangs_seen = {g: self.gangs_seen.get(g, now) for g in waiting}
         return [now - min(self.gangs_seen[g], created or now) for g, created in waiting.items()]
+
+
+class _Step:
+    """One step of an audit: it holds the loop's lock, and first lets a reader of `audited`
+    (the gRPC expander) finish."""
+
+    def __init__(self, lock: threading.Lock | None, audited: AuditedState | None) -> None:
+        self._lock: AbstractContextManager[Any] = lock if lock is not None else nullcontext()
+        self._audited = audited
+
+    def __enter__(self) -> None:
+        if self._audited is not None:
+            self._audited.wait_for_readers(READER_SECONDS)
+        self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(None, None, None)
 
 
 def _plan_of(

@@ -29,8 +29,8 @@ from draplan.api.meta import KubeStruct
 from draplan.audit.documents import plan_document
 from draplan.autoscaler import Autoscaler, Limits
 from draplan.autoscaler.derived import derive_again
-from draplan.cluster.incremental import Changes, Held, MirrorState, changes_between
-from draplan.cluster.state import ClusterState
+from draplan.cluster.incremental import Changes, MirrorState, changes_between
+from draplan.cluster.state import ClusterState, origin_key
 from draplan.scheduler import Profile
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class PlanWorker:
         self._process: Any = None
         self._to: Connection | None = None
         self._from: Connection | None = None
-        self._held: Held = {}
+        self._fresh = True  # the process holds nothing yet
         self._failed = 0  # the newest generation whose plan failed
         self._restart_at = 0.0
         self._backoff = RESTART_SECONDS
@@ -92,11 +92,12 @@ class PlanWorker:
         generation: int,
         objects: Iterable[KubeStruct],
         derived: Mapping[str, NodePool],
+        changes: Changes,
     ) -> bool:
-        """Hand the planner `state` at `generation` as the changes since the last send:
-        `objects` are those `state_objects` lists, of which the pools `derived` for `state` are
-        left out (the planner derives its own). False when no planner runs to take it (one
-        died, and the next is not due yet)."""
+        """Hand the planner `state` at `generation`: `objects` are those `state_objects`
+        lists and `changes` how they changed since the last send, of which
+        the pools `derived` for `state` are left out (the planner derives its own). False when
+        no planner runs to take it (one died, and the next is not due yet)."""
         if self._process is not None and not self._process.is_alive():
             self._lost()
         if self._process is None:
@@ -104,11 +105,18 @@ class PlanWorker:
                 return False
             self._start()
         own = {id(pool) for pool in derived.values()}
-        taken = (o for o in objects if id(o) not in own)
-        self._held, changes = changes_between(self._held, taken, state.source_of)
+        if self._fresh:
+            taken = (o for o in objects if id(o) not in own)
+            sent = changes_between({}, taken, state.source_of)[1]
+            self._fresh = False
+        else:
+            # A derived pool's key gone too: the pool of that name it may hold is no more.
+            ours = [(o, source) for o, source in changes.put if id(o) not in own]
+            derived_keys = [origin_key(o) for o, _ in changes.put if id(o) in own]
+            sent = Changes(ours, [*changes.gone, *derived_keys])
         assert self._to is not None
         try:
-            self._to.send((generation, changes, state.features))
+            self._to.send((generation, sent, state.features))
         except OSError:  # it died since
             self._lost()
             return False
@@ -170,7 +178,7 @@ class PlanWorker:
         self._process.start()
         down.close()
         up.close()
-        self._held = {}  # a new process holds nothing yet
+        self._fresh = True
 
     def _lost(self) -> None:
         """The planner process died: counted and logged once; the next `send` starts another."""

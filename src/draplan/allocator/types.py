@@ -69,6 +69,16 @@ class Reason:
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.evidence}
 
+    def on_node(self, name: str) -> Reason | None:
+        """The same failure on another node whose devices, ledgers and counters read alike:
+        `diagnose` names the node once in the message and as evidence `node`, and nothing
+        else it says depends on which node it is. None for a reason not worded that way."""
+        old = self.evidence.get("node")
+        if not isinstance(old, str) or self.message.count(f"node {old}") != 1:
+            return None
+        message = self.message.replace(f"node {old}", f"node {name}")
+        return Reason(self.code, message, {**self.evidence, "node": name})
+
 
 @dataclass(frozen=True)
 class Outcome:

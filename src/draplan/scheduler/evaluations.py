@@ -946,10 +946,14 @@ class Evaluator:
         pod: PodInfo,
         ev: ShapeEvaluations,
         name: str,
+        alike: dict[Hashable, Status] | None = None,
     ) -> None:
         """Evaluate `name` itself (not an identical node): before Reserve, and for evidence.
         A shared answer that passed the filters before DynamicResources still does (they
-        were evaluated for an identical node): only DynamicResources runs again."""
+        were evaluated for an identical node): only DynamicResources runs again. `alike`:
+        the allocator's failures for this pod on nodes already confirmed in this state, by
+        what DynamicResources reads of a node; a node that reads alike gets the same
+        failure, worded for it, without another search."""
         node = state.nodes[name]
         current = ev.evals.get(name)
         dra = self.profile.dra
@@ -959,7 +963,7 @@ class Evaluator:
             and (current.status.ok or current.status.plugin == dra.name)
             and not any(p.name in READS_ALLOCATION for p, _ in self.profile.scores)
         ):
-            status = dra.filter(state, cycle, pod, node)
+            status = self._dra_status(state, cycle, pod, ev, node, current, alike)
             if status.ok == current.status.ok:
                 details = dict(current.details)
                 if status.detail is not None:
@@ -978,6 +982,34 @@ class Evaluator:
         result.pod = pod.key
         self._store(ev, name, result)
 
+    def _dra_status(
+        self,
+        state: ClusterState,
+        cycle: CycleState,
+        pod: PodInfo,
+        ev: ShapeEvaluations,
+        node: Node,
+        current: NodeEval,
+        alike: dict[Hashable, Status] | None,
+    ) -> Status:
+        """DynamicResources' Filter on `node`, or a failure `alike` holds for a node that
+        reads alike (the same key as its shared answers) worded for this one."""
+        dra = self.profile.dra
+        if alike is None or current.status.ok or not ev.shared or not self._dra_shared:
+            return dra.filter(state, cycle, pod, node)
+        (_, devices, _), _ = self._node_state(state, node)
+        key = self._dra_devices(cycle, node, devices)
+        seen = alike.get(key)
+        if seen is not None and isinstance(seen.detail, Reason):
+            reason = seen.detail.on_node(node.metadata.name)
+            if reason is not None:
+                return Status(seen.code, seen.reasons, seen.plugin, reason)
+        status = dra.filter(state, cycle, pod, node)
+        detail = status.detail
+        if not status.ok and isinstance(detail, Reason) and _final(status):
+            alike[key] = status
+        return status
+
     def _borrowed(self, ev: ShapeEvaluations, e: NodeEval, pod: PodInfo) -> bool:
         return bool(e.origin) or (ev.merged and e.pod != pod.key)
 
@@ -995,12 +1027,13 @@ class Evaluator:
         the first that many in name order (what fit_error shows)."""
         self.freshen(state, cycle, pod, ev)
         exact = 0
+        alike: dict[Hashable, Status] = {}
         for name in sorted(names if names is not None else ev.evals):
             e = ev.evals.get(name)
             if e is None or e.status.ok or not isinstance(e.status.detail, Reason):
                 continue
             if self._borrowed(ev, e, pod) and name in state.nodes:
-                self.confirm(state, cycle, pod, ev, name)
+                self.confirm(state, cycle, pod, ev, name, alike)
                 e = ev.evals[name]
                 if e.status.ok or not isinstance(e.status.detail, Reason):
                     continue

@@ -122,8 +122,7 @@ class Auditor:
 
     def audit(self, pods: list[Pod]) -> list[Diagnosis]:
         """Diagnose `pods` (pending, unchanged objects); the state is restored afterwards."""
-        if self.state.node_pools:
-            self.pools = PoolAdvisor(self.state, self.profile, len(pods), self.scheduler)
+        self.pools = None
         first = {key_of(p): self._configuration(p) for p in pods}
         # Pods under audit are not running, even once the pass or a fix places them in the
         # fork: a fix never asks to move one.
@@ -149,6 +148,12 @@ class Auditor:
                 results = self.scheduler.place(self.state, kept)
             self.placed = {r.key: r.node for r in results if r.node}
             self.nominated = {r.key: r for r in results if r.nominated}
+            left = [k for k, (_, found) in first.items() if found is None and k not in self.placed]
+            if self.state.node_pools and left:
+                # The autoscaler plans on the state as it is, before the pass: only the pods
+                # the pass leaves pending can be waiting for it (the placed are Schedulable).
+                with self.state.set_aside(), self._content_paused():
+                    self.pools = PoolAdvisor(self.state, self.profile, len(pods), self.scheduler)
             out = []
             for pod in pods:
                 pending, found = first[key_of(pod)]
@@ -165,6 +170,14 @@ class Auditor:
             yield
         finally:
             self.scheduler.contents.stop()
+
+    @contextmanager
+    def _content_paused(self) -> Iterator[None]:
+        self.scheduler.contents.stop()
+        try:
+            yield
+        finally:
+            self.scheduler.contents.start(self.state)
 
     def _configuration(self, pod: Pod) -> tuple[Pending, Diagnosis | None]:
         """The pod as it asks, and the first configuration classifier's verdict (judged on

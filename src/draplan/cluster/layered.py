@@ -119,6 +119,18 @@ class LayeredDict(Generic[K, V]):
         self._layers.pop()
         self._lens.pop()
 
+    def lift(self) -> tuple[object, ...]:
+        """Take the top layer off, to `lower` it back later: meanwhile the content below shows
+        (and must be as it was when it is lowered back)."""
+        if len(self._layers) == 1:
+            raise RuntimeError("lift without fork")
+        return self._layers.pop(), self._lens.pop()
+
+    def lower(self, lifted: tuple[object, ...]) -> None:
+        layer, size = lifted
+        self._layers.append(layer)  # type: ignore[arg-type]
+        self._lens.append(size)  # type: ignore[arg-type]
+
     def commit(self) -> None:
         if len(self._layers) == 1:
             raise RuntimeError("commit without fork")
@@ -172,6 +184,13 @@ class VersionedDict(LayeredDict[K, V]):
         super().commit()
         top = self._versions.pop()
         self._versions[-1] = top
+
+    def lift(self) -> tuple[object, ...]:
+        return (*super().lift(), self._versions.pop())
+
+    def lower(self, lifted: tuple[object, ...]) -> None:
+        super().lower(lifted[:2])
+        self._versions.append(lifted[2])  # type: ignore[arg-type]
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         # Versions name contents in the process that issued them: unpickled elsewhere, the

@@ -400,6 +400,28 @@ class ClusterState:
         else:
             self.revert()
 
+    @contextmanager
+    def set_aside(self) -> Iterator[ClusterState]:
+        """The state as it was before the top fork, for a body that leaves it as it found it
+        (its own forks reverted); then the fork's changes again, as they were. The nodes the
+        fork changed are logged both ways, so per-version caches follow."""
+        changed = self.node_version.top_keys()
+        tables: tuple[LayeredDict[Any, Any], ...] = self._tables
+        lifted = [table.lift() for table in tables]
+        pools = self._pool_cache.pop(), self._pool_barrier.pop()
+        depth = len(self._pool_cache)
+        self.change_log.extend(changed)
+        try:
+            yield self
+        finally:
+            if len(self._pool_cache) != depth:
+                raise RuntimeError("set_aside: the body left a fork open")
+            for table, layer in zip(tables, lifted, strict=True):
+                table.lower(layer)
+            self._pool_cache.append(pools[0])
+            self._pool_barrier.append(pools[1])
+            self.change_log.extend(changed)
+
     def attempt(self, body: Callable[[], bool]) -> bool:
         """Run `body` in a fork: kept (committed) when it returns True, else reverted."""
         self.fork()

@@ -102,15 +102,30 @@ def is_modelled(api_version: object, kind: object) -> bool:
 _PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
+# Quantities by their text: a dump repeats a few amounts on every node, pod and device, and a
+# Quantity is immutable, so one object serves them all. Bounded, then forgotten at once.
+_QUANTITIES: dict[str, Quantity] = {}
+_QUANTITIES_KEPT = 1 << 14
+
+
 def _dec_hook(tp: type, obj: Any) -> Any:
     if tp is Quantity:
+        if type(obj) is str:
+            known = _QUANTITIES.get(obj)
+            if known is not None:
+                return known
         if isinstance(obj, bool) or not isinstance(obj, str | int | float):
             raise ValueError(f"expected a quantity string, got {type(obj).__name__}")
         text = repr(obj) if isinstance(obj, float) else obj
         try:
-            return Quantity.parse(text)
+            value = Quantity.parse(text)
         except ValueError as err:
             raise ValueError(f"invalid quantity {text!r}: {err}") from None
+        if type(obj) is str:
+            if len(_QUANTITIES) >= _QUANTITIES_KEPT:
+                _QUANTITIES.clear()
+            _QUANTITIES[obj] = value
+        return value
     raise NotImplementedError(tp)
 
 

@@ -169,6 +169,7 @@ _VERSIONS: set[str] = set()
 _ATTRIBUTES: set[tuple[str, resource_v1.DeviceAttribute]] = set()
 _ATTRIBUTES_KEPT = 1 << 16
 _LABELS: set[tuple[str, str]] = set()  # label pairs found valid (bounded like _ATTRIBUTES)
+_DEVICE_NAMES: set[str] = set()  # device names found valid (bounded like _ATTRIBUTES)
 
 
 def check_max(items: Collection[object], limit: int, path: str) -> None:
@@ -285,7 +286,51 @@ def validate_resource_slice(rs: resource_v1.ResourceSlice) -> None:
     check_unique((d.name for d in spec.devices), "spec.devices")
     per_device = spec.per_device_node_selection is True
     for i, dev in enumerate(spec.devices):
-        validate_device(dev, f"spec.devices[{i}]", per_device)
+        if per_device or not _plain_device(dev):
+            validate_device(dev, f"spec.devices[{i}]", per_device)
+
+
+def _plain_device(dev: resource_v1.Device) -> bool:
+    """Whether the device is valid by what earlier devices showed valid: a name, attribute
+    names and versions already checked, attributes holding one scalar each, capacities without
+    a request policy, nothing else set. False sends it to `validate_device` (which words the
+    error, if there is one); a GPU node's devices differ only in values checked here."""
+    if (
+        dev.name not in _DEVICE_NAMES
+        or dev.consumes_counters
+        or dev.taints
+        or dev.node_name
+        or dev.node_selector is not None
+        or dev.all_nodes is not None
+        or dev.binding_conditions
+        or dev.binding_failure_conditions
+        or len(dev.attributes) + len(dev.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES
+    ):
+        return False
+    names = _QUALIFIED_NAMES
+    for name, attr in dev.attributes.items():
+        if (name, False) not in names or attr.ints is not None or attr.bools is not None:
+            return False
+        if attr.strings is not None or attr.versions is not None:
+            return False
+        text, number, flag, version = attr.string, attr.int_, attr.bool_, attr.version
+        if text is not None:
+            if number is not None or flag is not None or version is not None:
+                return False
+            if len(text) > MAX_ATTRIBUTE_VALUE_LENGTH:
+                return False
+        elif number is not None:
+            if flag is not None or version is not None or not INT64_MIN <= number <= INT64_MAX:
+                return False
+        elif flag is not None:
+            if version is not None:
+                return False
+        elif version is None or version not in _VERSIONS:
+            return False
+    for name, cap in dev.capacity.items():
+        if cap.request_policy is not None or (name, False) not in names:
+            return False
+    return True
 
 
 def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> None:
@@ -366,6 +411,9 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
+    if len(_DEVICE_NAMES) >= _ATTRIBUTES_KEPT:
+        _DEVICE_NAMES.clear()
+    _DEVICE_NAMES.add(dev.name)
 
 
 def validate_list_attribute(attr: resource_v1.DeviceAttribute, path: str) -> None:

@@ -35,6 +35,7 @@ from draplan.scheduler.unread import HOSTNAME, node_as_read, profile_reads_only_
 
 # Device attributes that name one physical device, not its kind (NVIDIA's DRA driver).
 IDENTITY_ATTRIBUTES = frozenset({"uuid", "parentUUID", "serialNumber"})
+MAX_NAME_SETS = 1 << 12  # sets of attribute names remembered (then forgotten at once)
 CONSTRAINT_PLUGINS = (
     names.NODE_UNSCHEDULABLE,
     names.NODE_NAME,
@@ -158,6 +159,7 @@ class Reacher:
         self._kind_memo = self._keep.kinds
         self._memo: dict[bytes, Reach] = {}
         self._reads_known = profile_reads_only_known(profile)
+        self._kept: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def blocks(self, pod: Pod, node: str) -> Blocks | None:
         return node_blocks(self.profile, self.state, pod, self.state.nodes[node])
@@ -211,20 +213,27 @@ class Reacher:
         parts: list[Any] = [node_as_read(node, self._reads_known)]
         for pool in self.state.pools_for_node(node):
             local = all(v.node_name == meta.name for v in pool.devices)
-            devices = [
-                msgspec.structs.replace(
-                    v.device,
-                    attributes={
-                        k: a
-                        for k, a in v.device.attributes.items()
-                        if k.rsplit("/", 1)[-1] not in IDENTITY_ATTRIBUTES
-                    },
+            devices = []
+            for v in pool.devices:
+                attributes = v.device.attributes
+                kept = self._kept_names(tuple(attributes))
+                devices.append(
+                    msgspec.structs.replace(v.device, attributes={k: attributes[k] for k in kept})
                 )
-                for v in pool.devices
-            ]
             parts.append([pool.id[0] if local else list(pool.id), devices, pool.incomplete])
         data = msgspec.msgpack.encode(parts, enc_hook=str)
         return data.replace(meta.name.encode(), b"$NODE") if meta.name else data
+
+    def _kept_names(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """The attribute names a kind keeps: all but those that identify a device (once per
+        set of names: every device of a model has the same)."""
+        kept = self._kept.get(names)
+        if kept is None:
+            kept = tuple(k for k in names if k.rsplit("/", 1)[-1] not in IDENTITY_ATTRIBUTES)
+            if len(self._kept) >= MAX_NAME_SETS:
+                self._kept.clear()
+            self._kept[names] = kept
+        return kept
 
     def reach(self, shape: bytes, pod: Pod, claims: list[ResourceClaim]) -> Reach:
         """Memoised per shape: pods of one shape have the same reach."""

@@ -377,6 +377,7 @@ class Evaluator:
         # all of them.
         self._reads_known = profile_reads_only_known(profile)
         self._attributes: AttributeReads | None = None
+        self._read: dict[tuple[str, tuple[str, ...]], tuple[str, ...] | None] = {}
 
     def reset(self, state: ClusterState) -> None:
         """Forget everything learnt on another ClusterState."""
@@ -384,6 +385,7 @@ class Evaluator:
         self._signatures.clear()
         self._statics.clear()
         self._pools.clear()
+        self._read.clear()
         self._ids.clear()
         self._dra.clear()
         self.shapes.clear()
@@ -416,13 +418,14 @@ class Evaluator:
             return hit[1], hit[2]
         local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
         groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
-        reads = self._attributes
         for i, v in enumerate(pool.devices):
-            device = msgspec.structs.replace(v.device, name="")
-            if reads is not None:
-                kept = {k: a for k, a in device.attributes.items() if reads.read(k, v.driver)}
-                if len(kept) != len(device.attributes):
-                    device = msgspec.structs.replace(device, attributes=kept)
+            attributes = v.device.attributes
+            read = self._read_names(v.driver, tuple(attributes))
+            if read is None:
+                device = msgspec.structs.replace(v.device, name="")
+            else:
+                kept = {k: attributes[k] for k in read}
+                device = msgspec.structs.replace(v.device, name="", attributes=kept)
             spec = (
                 msgspec.msgpack.encode(device, enc_hook=str),
                 v.node_name == node,
@@ -442,6 +445,23 @@ class Evaluator:
         indexes = tuple(tuple(members) for members in groups.values())
         self._pools[id(pool)] = (pool, key, indexes)
         return key, indexes
+
+    def _read_names(self, driver: str, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        """Which of a device's attributes the run reads (None: all of them), worked out once
+        per driver and attribute names: every device of a model has the same names."""
+        key = (driver, names)
+        if key in self._read:
+            return self._read[key]
+        reads = self._attributes
+        found: tuple[str, ...] | None = None
+        if reads is not None:
+            found = tuple(k for k in names if reads.read(k, driver))
+            if len(found) == len(names):
+                found = None
+        if len(self._read) >= MEMO_ENTRIES:
+            self._read.clear()
+        self._read[key] = found
+        return found
 
     def _usage(self, state: ClusterState, node: Node) -> tuple[Usage, Hashable]:
         """What the node's pods and claims use (per device, in pool order), and the devices'
@@ -773,6 +793,7 @@ class Evaluator:
             self._attributes = wider
             self._signatures.clear()
             self._pools.clear()
+            self._read.clear()
 
     # --- the best node ---------------------------------------------------------------------
 

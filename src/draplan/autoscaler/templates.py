@@ -120,7 +120,10 @@ def node_copy(state: ClusterState, source: Node) -> tuple[dict[str, Any], list[d
     return node, slices
 
 
-_MADE: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[NodePool, NewNode]] = {}
+# What a new node is made from besides its pool: for a `fromNode` pool, the donor Node and its
+# slices (by identity: a fork may change them), else nothing.
+Donor = tuple[object, ...]
+_MADE: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[NodePool, Donor, NewNode]] = {}
 _SAFE_NAME = re.compile(r"[a-z0-9.-]+")  # node names that need no escaping inside JSON
 
 
@@ -129,6 +132,7 @@ class _Prototype:
     """A pool's node and slices with "$NODE_NAME" still in place, its slices as JSON."""
 
     pool: NodePool
+    donor: Donor
     spec: NodeSpec
     status: NodeStatus
     labels: dict[str, str]
@@ -139,29 +143,47 @@ class _Prototype:
 _PROTOTYPES: dict[int, _Prototype] = {}
 
 
+def _donor(state: ClusterState, pool: NodePool) -> Donor:
+    if not pool.spec.from_node:
+        return ()
+    return (state.nodes.get(pool.spec.from_node), *state.node_slices(pool.spec.from_node))
+
+
+def _same(a: Donor, b: Donor) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
     """One new node of `pool` called `name`, with extra (topology) labels. Planning forks stamp
     out the same names again and again, so results are cached (the objects are immutable);
     after a pool's first node (decoded and validated in full) the others are its JSON with
-    the name put in, since a name cannot make a valid slice invalid."""
+    the name put in, since a name cannot make a valid slice invalid. A `fromNode` pool's are
+    kept while its donor node and the donor's slices stay the same objects."""
+    donor = _donor(state, pool)
+    new = _stamped(state, pool, donor, name, labels)
+    if pool.spec.from_node and donor[0] is not None:
+        source = donor[0]
+        assert isinstance(source, Node)
+        new = NewNode(new.node, new.slices, node_daemons(state, source, name))
+    return new
+
+
+def _stamped(
+    state: ClusterState, pool: NodePool, donor: Donor, name: str, labels: dict[str, str]
+) -> NewNode:
     key = (id(pool), name, tuple(sorted(labels.items())))
     hit = _MADE.get(key)
-    if hit is not None and hit[0] is pool and not pool.spec.from_node:
-        return hit[1]
-    if pool.spec.from_node:
-        new = _make_node(state, pool, name, labels)
-        source = state.nodes.get(pool.spec.from_node)
-        if source is not None:
-            new = NewNode(new.node, new.slices, node_daemons(state, source, name))
-        return new
+    if hit is not None and hit[0] is pool and _same(hit[1], donor):
+        return hit[2]
     proto = _PROTOTYPES.get(id(pool))
-    if not _SAFE_NAME.fullmatch(name):
+    if not _SAFE_NAME.fullmatch(name) or (pool.spec.from_node and donor[0] is None):
         new = _make_node(state, pool, name, labels)
-    elif proto is None or proto.pool is not pool:
+    elif proto is None or proto.pool is not pool or not _same(proto.donor, donor):
         template, docs = _documents(state, pool)
         new = _make_node(state, pool, name, labels, (template, docs))
         _PROTOTYPES[id(pool)] = _Prototype(
             pool,
+            donor,
             new.node.spec,
             new.node.status,
             template.get("metadata", {}).get("labels", {}),
@@ -174,7 +196,7 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
         new = NewNode(node, tuple(convert(d, ResourceSlice) for d in docs))
     if len(_MADE) > 65536:
         _MADE.clear()
-    _MADE[key] = (pool, new)
+    _MADE[key] = (pool, donor, new)
     return new
 
 

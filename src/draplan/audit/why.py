@@ -284,7 +284,6 @@ def why(
 ) -> list[Diagnosis]:
     """A diagnosis for every pending pod, in name order (the state is left unchanged);
     `placer`, one kept between audits of the same state, makes a later audit incremental."""
-    pending = [
-        p for _, p in sorted(state.pods.items()) if not p.spec.node_name and not is_terminal(p)
-    ]
+    waiting = [(k, p) for k, p in state.pods.items() if not p.spec.node_name and not is_terminal(p)]
+    pending = [p for _, p in sorted(waiting, key=lambda kp: kp[0])]
     return Auditor(state, profile, placer).audit(pending)

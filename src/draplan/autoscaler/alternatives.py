@@ -134,9 +134,9 @@ def _before_scale_up(state: ClusterState, added: set[str], originals: dict[Objec
         if placed is not None and placed.spec.node_name:
             state.remove_pod(key)
             state.pods[key] = pod
-    for key, pod in sorted(state.pods.items()):
-        if pod.spec.node_name in added:
-            state.remove_pod(key)  # a booked ProvisioningRequest's pod: not a real one
+    booked = [k for k, p in state.pods.items() if p.spec.node_name in added]
+    for key in sorted(booked):
+        state.remove_pod(key)  # a booked ProvisioningRequest's pod: not a real one
     for name in sorted(added):
         state.remove_node(name)
 

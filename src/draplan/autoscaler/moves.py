@@ -75,9 +75,13 @@ class Mover:
         since is not counted (a fix already counts on where it is)."""
         if self._on_node is None:
             index: dict[str, list[ObjectKey]] = {}
-            for key, pod in sorted(self.state.pods.items()):
-                if pod.spec.node_name and not is_terminal(pod):
-                    index.setdefault(pod.spec.node_name, []).append(key)
+            bound = [
+                (k, p)
+                for k, p in self.state.pods.items()
+                if p.spec.node_name and not is_terminal(p)
+            ]
+            for key, pod in sorted(bound, key=lambda kp: kp[0]):
+                index.setdefault(pod.spec.node_name, []).append(key)
             self._on_node = index
         pods = self.state.pods
         return [

@@ -186,9 +186,11 @@ def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
     topology_on = topology_constraints_on(state.features)
     groups: dict[tuple[str, ...], list[ObjectKey]] = {}
     info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str, str]] = {}
-    for pkey, pod in sorted(state.pods.items()):
-        found = _group_of(pod, index)
-        if found is None or (kube and found.api != WORKLOAD):
+    # In pod name order; only the pods of some group are sorted (a sort of every pod's key
+    # cost more than finding the groups).
+    grouped = [(k, g) for k, p in state.pods.items() if (g := _group_of(p, index)) is not None]
+    for pkey, found in sorted(grouped, key=lambda kg: kg[0]):
+        if kube and found.api != WORKLOAD:
             continue
         if kube:
             # kube-scheduler: minCount only where its gang scheduling runs, the domain only

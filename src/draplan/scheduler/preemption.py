@@ -169,9 +169,14 @@ class Victims:
     def _all_members(self, ns: str, name: str) -> tuple[Pod, ...]:
         if self._members is None:
             index: dict[tuple[str, str], list[Pod]] = {}
-            for _, pod in sorted(self.state.pods.items()):
+            grouped = [
+                (k, p)
+                for k, p in self.state.pods.items()
+                if p.spec.scheduling_group is not None and p.spec.node_name
+            ]
+            for _, pod in sorted(grouped):
                 sg = pod.spec.scheduling_group
-                if sg is not None and pod.spec.node_name:
+                if sg is not None:
                     index.setdefault((pod.metadata.namespace, sg.pod_group_name), []).append(pod)
             self._members = {k: tuple(v) for k, v in index.items()}
         return self._members.get((ns, name), ())
@@ -545,13 +550,13 @@ def evict(state: ClusterState, pod: Pod, node: str, victims: Sequence[Pod]) -> N
         state.remove_pod(key_of(victim))
     classes, default = priority_table(state)
     mine = priority_of(pod, classes, default)
-    for key, other in sorted(state.pods.items()):
-        if (
-            key != key_of(pod)
-            and other.status.nominated_node_name == node
-            and not other.spec.node_name
-            and priority_of(other, classes, default) < mine
-        ):
+    nominated = [
+        (k, p)
+        for k, p in state.pods.items()
+        if p.status.nominated_node_name == node and not p.spec.node_name
+    ]
+    for key, other in sorted(nominated):
+        if key != key_of(pod) and priority_of(other, classes, default) < mine:
             state.nominate(other, "")
 
 

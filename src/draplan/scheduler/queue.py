@@ -80,8 +80,9 @@ _WAITING = PodsMemo(_waiting)
 def gated_pods(state: ClusterState) -> list[Pod]:
     """Unbound pods held back by scheduling gates, in name order: neither scheduled nor
     scaled for until their gates are removed."""
-    return [
-        p
-        for _, p in sorted(state.pods.items())
+    gated = [
+        (k, p)
+        for k, p in state.pods.items()
         if not p.spec.node_name and not is_terminal(p) and is_gated(p)
     ]
+    return [p for _, p in sorted(gated)]

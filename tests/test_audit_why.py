@@ -4,6 +4,7 @@ sentence per pod, determinism, and `draplan why` on the command line."""
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ import audit_scenarios as sc
 from draplan.api.codec import decode
 from draplan.api.draplan_v1alpha1 import SchedulerProfile
 from draplan.audit import CATEGORIES, Diagnosis, why
-from draplan.audit.why import Placer
+from draplan.audit.why import Auditor, Placer
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, Scheduler, build_profile
 from scale_scenarios import (
@@ -225,6 +226,29 @@ def test_waiting_for_scale_up_single_pod() -> None:
         "costPerHour": 30.0,
         "verified": True,
     }
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_audit_runs_without_the_cyclic_collector_then_leaves_it_as_it_was(
+    enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = load(scenario_numa())
+    during: list[bool] = []
+    audit = Auditor.audit
+
+    def recorded(self: Auditor, pods: list[Any]) -> list[Diagnosis]:
+        during.append(gc.isenabled())
+        return audit(self, pods)
+
+    monkeypatch.setattr(Auditor, "audit", recorded)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        why(state)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert during == [False]
 
 
 def test_waiting_for_scale_up_gang() -> None:

@@ -36,6 +36,7 @@ from draplan.audit.classifiers.tainted import DEVICE_TAINTS
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
+from draplan.audit.metrics import collector_off
 from draplan.audit.placer import Placer
 from draplan.audit.pools import LIMITED, NO_POOL, WAITING, PoolAdvisor
 from draplan.audit.reach import Reacher
@@ -283,7 +284,13 @@ def why(
     state: ClusterState, profile: Profile | None = None, placer: Placer | None = None
 ) -> list[Diagnosis]:
     """A diagnosis for every pending pod, in name order (the state is left unchanged);
-    `placer`, one kept between audits of the same state, makes a later audit incremental."""
-    waiting = [(k, p) for k, p in state.pods.items() if not p.spec.node_name and not is_terminal(p)]
-    pending = [p for _, p in sorted(waiting, key=lambda kp: kp[0])]
-    return Auditor(state, profile, placer).audit(pending)
+    `placer`, one kept between audits of the same state, makes a later audit incremental.
+    The cyclic collector is off meanwhile, as while measuring: what an audit makes (node
+    signatures, evaluations, looks) is kept to its end, and the collector's passes over a
+    large state's heap free nothing (a seventh of the time at 10,000 nodes)."""
+    with collector_off():
+        waiting = [
+            (k, p) for k, p in state.pods.items() if not p.spec.node_name and not is_terminal(p)
+        ]
+        pending = [p for _, p in sorted(waiting, key=lambda kp: kp[0])]
+        return Auditor(state, profile, placer).audit(pending)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,8 @@ def _forget() -> None:
         validation._ATTRIBUTES,
         validation._LABELS,
         validation._DEVICE_NAMES,
+        validation._NAMES,
+        validation._KEYS,
         codec._QUANTITIES,
     ):
         memory.clear()
@@ -111,3 +114,28 @@ def test_a_remembered_device_name_does_not_excuse_a_bad_value() -> None:
     bad = _slice([_device("chip-0", {"model": {"string": "x" * 65}})])
     assert _verdict(good) == "valid"
     assert "spec.devices[0].attributes[model]" in _verdict(bad)
+
+
+def _pod(namespace: str, annotation: str, cpu: str = "1") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "tpu-job-0", "namespace": namespace, "annotations": {annotation: "x"}},
+        "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]},
+    }
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _pod("ml.team", "tpu.google.com/slice"),  # a namespace is a DNS label
+        _pod("ml", "tpu.google.com/slice/x"),  # two slashes in an annotation key
+        _pod("ml", "tpu.google.com/slice", cpu="-1"),  # a negative request
+    ],
+)
+def test_a_pod_gets_the_same_verdict_whatever_was_seen_before(bad: dict[str, Any]) -> None:
+    _forget()
+    cold = _verdict(bad)
+    assert cold != "valid"
+    assert _verdict(_pod("ml", "tpu.google.com/slice")) == "valid"
+    assert _verdict(bad) == cold

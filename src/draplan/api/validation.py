@@ -131,12 +131,21 @@ def check_metadata(meta: ObjectMeta, kind: str) -> None:
             check_dns_label(meta.name, "metadata.name")
         else:
             check_dns_subdomain(meta.name, "metadata.name")
-    if meta.namespace:
+    if meta.namespace and meta.namespace not in _NAMES:
         check_dns_label(meta.namespace, "metadata.namespace")
+        _remember(_NAMES, meta.namespace)
     if meta.labels:
         check_labels(meta.labels, "metadata.labels")
     for key in meta.annotations:
-        check_label_key(key, f"metadata.annotations[{key}]")
+        if key not in _KEYS:
+            check_label_key(key, f"metadata.annotations[{key}]")
+            _remember(_KEYS, key)
+
+
+def _remember(memory: set[str], value: str) -> None:
+    if len(memory) >= _ATTRIBUTES_KEPT:
+        memory.clear()
+    memory.add(value)
 
 
 def check_quantities(resources: dict[str, Quantity], path: str) -> None:
@@ -144,6 +153,11 @@ def check_quantities(resources: dict[str, Quantity], path: str) -> None:
     for name, value in resources.items():
         if value.sign() < 0:
             raise fail(f"{path}[{name}]", "must be greater than or equal to 0")
+
+
+def _negative(resources: dict[str, Quantity]) -> bool:
+    """Whether `check_quantities` has something to say (its path is built only then)."""
+    return any(q.sign() < 0 for q in resources.values())
 
 
 def check_qualified_name(name: str, path: str, *, domain_required: bool = False) -> None:
@@ -170,6 +184,8 @@ _ATTRIBUTES: set[tuple[str, resource_v1.DeviceAttribute]] = set()
 _ATTRIBUTES_KEPT = 1 << 16
 _LABELS: set[tuple[str, str]] = set()  # label pairs found valid (bounded like _ATTRIBUTES)
 _DEVICE_NAMES: set[str] = set()  # device names found valid (bounded like _ATTRIBUTES)
+_NAMES: set[str] = set()  # namespaces found valid DNS labels (bounded like _ATTRIBUTES)
+_KEYS: set[str] = set()  # annotation keys found valid (bounded like _ATTRIBUTES)
 
 
 def check_max(items: Collection[object], limit: int, path: str) -> None:
@@ -606,9 +622,11 @@ def validate_pod(pod: core_v1.Pod) -> None:
         ("initContainers", pod.spec.init_containers),
     ):
         for c, container in enumerate(containers):
-            path = f"spec.{field}[{c}].resources"
-            check_quantities(container.resources.requests, f"{path}.requests")
-            check_quantities(container.resources.limits, f"{path}.limits")
+            res = container.resources
+            if _negative(res.requests) or _negative(res.limits):
+                path = f"spec.{field}[{c}].resources"
+                check_quantities(res.requests, f"{path}.requests")
+                check_quantities(res.limits, f"{path}.limits")
     for c, container in enumerate(pod.spec.init_containers):
         if container.restart_policy not in ("", "Always"):
             raise fail(
@@ -743,6 +761,8 @@ PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 def _check_ports(spec: core_v1.PodSpec) -> None:
     """validateContainerPorts, and no host port taken twice in the pod (checkHostPortConflicts)."""
+    if not any(c.ports for c in spec.containers) and not any(c.ports for c in spec.init_containers):
+        return
     taken: set[tuple[int, str]] = set()
     for field, containers in (
         ("initContainers", spec.init_containers),

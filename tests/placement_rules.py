@@ -149,7 +149,9 @@ def _requests(pod: Doc) -> dict[str, int]:
 
 
 class Cluster:
-    def __init__(self, docs: list[Doc]) -> None:
+    def __init__(self, docs: list[Doc], topology_gate: bool = False) -> None:
+        # TopologyAwareWorkloadScheduling on: a PodGroup's pod never preempts alone.
+        self.topology_gate = topology_gate
         self.nodes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Node"}
         self.namespaces = {
             d["metadata"]["name"]: _labels(d) for d in docs if d["kind"] == "Namespace"
@@ -446,7 +448,11 @@ class Cluster:
         return self.classes.get(spec.get("priorityClassName") or "", (0, None))[0]
 
     def preempts(self, pod: Doc) -> bool:
-        """PodEligibleToPreemptOthers' first rule: preemptionPolicy Never never preempts."""
+        """PodEligibleToPreemptOthers' first rules: with TopologyAwareWorkloadScheduling a pod
+        of a PodGroup never preempts (its group's placements would each preempt); nor does
+        one of preemptionPolicy Never."""
+        if self.topology_gate and pod["spec"].get("schedulingGroup"):
+            return False
         policy = (
             pod["spec"].get("preemptionPolicy")
             or self.classes.get(pod["spec"].get("priorityClassName") or "", (0, None))[1]

@@ -208,3 +208,21 @@ def test_a_member_that_fits_waits_at_the_gangs_permit_while_another_preempts(gan
         assert not state.pods[("default", fits)].spec.node_name
     else:
         assert placed[fits] == ("gaudi-1", "")
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_with_the_topology_gate_a_podgroup_member_never_preempts_alone(gate: bool) -> None:
+    """1.36, no GangScheduling: the trainers go pod by pod, but with
+    TopologyAwareWorkloadScheduling DefaultPreemption finds a pod of a PodGroup ineligible
+    (its group's placements would each preempt)."""
+    objs = [node("gaudi-0"), worker("low-0", "gaudi-0", 4, 10, 0).obj(), *_trainers()]
+    _, res = run(objs, version="1.36", gates=f"TopologyAwareWorkloadScheduling={str(gate).lower()}")
+    nominated = {res[f"train-{i}"].nominated for i in range(2)}
+    if gate:
+        assert nominated == {""}
+        reason = res["train-0"].reason
+        assert reason is not None and reason.message.endswith(
+            "preemption: not eligible due to placement-based pod group scheduling limitation."
+        )
+    else:
+        assert nominated == {"gaudi-0", ""}

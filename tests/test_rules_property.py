@@ -63,7 +63,7 @@ def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> Non
     by_key = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Pod"
     }
-    rules = Cluster(docs)
+    rules = Cluster(docs, topology_gate="TopologyAwareWorkloadScheduling=true" in gates)
     gangs = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["schedulingPolicy"]["gang"]
         for d in docs
@@ -75,7 +75,7 @@ def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> Non
         for key, pod in by_key.items()
         if pod["spec"].get("schedulingGroup") and ganged
     }
-    bound: dict[tuple[str, str], int] = dict.fromkeys(gangs, 0)
+    bound: dict[tuple[str, str], int] = dict.fromkeys(gangs, 0) if ganged else {}
     for r in results:
         pod = by_key[r.key]
         where = (seed, r.key)
@@ -139,7 +139,17 @@ def test_every_answer_obeys_the_plugins_rules(seed: int) -> None:
 
 
 @settings(max_examples=EXAMPLES // 3, deadline=None)
-@given(seed=st.integers(0, 10**6), gates=st.sampled_from(["", "GangScheduling=true"]))
+@given(
+    seed=st.integers(0, 10**6),
+    gates=st.sampled_from(
+        [
+            "",
+            "GangScheduling=true",
+            "TopologyAwareWorkloadScheduling=true",
+            "GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+        ]
+    ),
+)
 def test_in_1_36_podgroups_are_gangs_only_with_gang_scheduling(seed: int, gates: str) -> None:
     check_run(seed, "1.36", gates)
 

@@ -35,6 +35,7 @@ from draplan.scheduler.framework import (
     Status,
     unschedulable,
 )
+from draplan.scheduler.gangs import topology_constraints_on
 from draplan.scheduler.nominated import run_filters, with_nominated
 from draplan.scheduler.plugins.dynamicresources import DynamicResources
 from draplan.scheduler.plugins.names import DEFAULT_PREEMPTION
@@ -56,6 +57,7 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WORKLOAD_AWARE = "not eligible due to workload aware preemption enabled"
+PLACEMENT_LIMIT = "not eligible due to placement-based pod group scheduling limitation."
 # The DisruptionTarget condition the scheduler puts on the pods it preempts.
 DISRUPTION_TARGET = "DisruptionTarget"
 BY_SCHEDULER = "PreemptionByScheduler"
@@ -446,7 +448,12 @@ class DefaultPreemption:
         mine: int,
         statuses: Mapping[str, Status],
     ) -> str:
-        """PodEligibleToPreemptOthers."""
+        """PodEligibleToPreemptOthers (defaultpreemption/default_preemption.go): a pod of a
+        PodGroup never preempts alone while TopologyAwareWorkloadScheduling is on (each of the
+        group's placements would preempt again), then preemptionPolicy Never, then a
+        terminating victim on the node it was nominated to."""
+        if pod.spec.scheduling_group is not None and topology_constraints_on(state.features):
+            return PLACEMENT_LIMIT
         if preemption_policy(pod, units.classes) == "Never":
             return NEVER
         nominated = pod.status.nominated_node_name

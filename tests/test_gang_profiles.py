@@ -325,3 +325,17 @@ def test_one_atomic_provisioning_request_per_gang_of_the_modelled_scheduler(
         assert sorted(requests.values()) == [1, 4] and requests.get("train") == 4
     else:
         assert list(requests.values()) == [5]
+
+
+@pytest.mark.parametrize("draplan", [False, True])
+def test_the_domain_a_gang_goes_to_is_the_modelled_schedulers_choice(draplan: bool) -> None:
+    """Three 4-GPU trainers, minCount 2, in one NVL rack: the small rack holds two, the large
+    one three. kube-scheduler (with TopologyAwareWorkloadScheduling) scores placements by the
+    pods they place (PodGroupPodsCount) and takes the large rack; draplan's profile takes the
+    best fit, the small one."""
+    tray = {GPU: 4, "cpu": "144", "memory": "960Gi"}
+    objs = [*domains("small", CLIQUE, 1, 2, {}, tray), *domains("large", CLIQUE, 1, 3, {}, tray)]
+    objs += workload_gang("1.37", "train", 3, 2, CLIQUE, **{GPU: 4})
+    got = placed(objs, "1.37", f"{TAS}=true", draplan)
+    racks = {node.rsplit("-", 1)[0] for node in got.values()}
+    assert (len(got), racks) == ((2, {"small0"}) if draplan else (3, {"large0"}))

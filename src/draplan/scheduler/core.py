@@ -9,6 +9,7 @@ a later attempt; its requests count there meanwhile for pods of equal or lower p
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -630,15 +631,16 @@ class Scheduler:
             keep = set(pinned)
             domains = {d: ns for d, ns in domains.items() if d in keep}
         total = len(state.nodes)
-        fits: list[tuple[tuple[int, int], str]] = []
+        fits: list[tuple[int, tuple[int, int], str]] = []
         for value, nodes in domains.items():
             with state.forked():
                 results = self._place_all(state, pending, nodes)
-                if bound + sum(1 for r in results if r.node) >= gang.min_count:
-                    fits.append((self._free_devices(state, nodes), value))
+                placed = sum(1 for r in results if r.node)
+                if bound + placed >= gang.min_count:
+                    free = (0, 0) if self.profile.kube else self._free_devices(state, nodes)
+                    fits.append((placed, free, value))
         if fits:
-            fits.sort()  # best fit: the domain left with the least free capacity
-            chosen = domains[fits[0][1]]
+            chosen = domains[self._best_domain(gang, fits)]
             results = self._place_all(state, pending, chosen)
             return self._gang_outcome(gang, results, True, total)
         if gang.topology.required:
@@ -672,6 +674,24 @@ class Scheduler:
                     reason = self.schedule_pod(state, r.pod, everywhere).reason
                 results[i] = PodResult(r.key, r.pod, reason=reason)
         return self._gang_outcome(gang, results, ok, total)
+
+    def _best_domain(self, gang: Gang, fits: list[tuple[int, tuple[int, int], str]]) -> str:
+        """The domain a gang goes to, of those where it fits: (pods placed, free capacity
+        left, domain) each. kube-scheduler's is the placement its PlacementScore plugins rate
+        highest: PodGroupPodsCount, the only one its default profile enables with
+        TopologyAwareWorkloadScheduling, counts the group's pods placed
+        (plugins/podgrouppodscount: ScorePlacement), and ties go at random
+        (schedule_one_podgroup.go: findBestPlacement), drawn here from the profile's seed and
+        the gang. draplan's profile takes the best fit: the domain left with the least free
+        capacity."""
+        if not self.profile.kube:
+            return min(fits, key=lambda f: (f[1], f[2]))[2]
+        most = max(placed for placed, _, _ in fits)
+        tied = sorted(value for placed, _, value in fits if placed == most)
+        if self.profile.ties == "random":
+            draw = random.Random(f"{self.profile.seed}/{'/'.join(gang.key)}")
+            return tied[draw.randrange(len(tied))]
+        return tied[0]
 
     # --- the queue -----------------------------------------------------------------------
 

@@ -447,6 +447,7 @@ def test_f_scale_down_removes_the_idle_dra_node_and_gang_nodes_only_as_ca_does(
     doc = scale(run_cli, tmp_path, scenario_scale_down(), *flags)
     idle = {
         "node": "a-idle",
+        "autoscaler": "cluster-autoscaler",
         "reason": "utilization 0.00; no pod to move",
         "pool": "gpus",
         "unneededFor": "10m",

@@ -4,13 +4,16 @@ written as (Karpenter's `pkg/apis/v1/nodepool.go`, `nodeclaim.go`)."""
 from __future__ import annotations
 
 from draplan.api.core_v1 import ResourceList, Taint
-from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.api.meta import Condition, KubeStruct, ObjectMeta
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # on every node and NodeClaim Karpenter launches
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 # NodeSelectorRequirementWithMinValues' operators, as the CRD's enum lists them.
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+WHEN_EMPTY, WHEN_UNDERUTILIZED = "WhenEmpty", "WhenEmptyOrUnderutilized"
+CONSOLIDATION_POLICIES = (WHEN_EMPTY, WHEN_UNDERUTILIZED)
+# DisruptionReason: what a Budget's `reasons` may name.
+DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -94,8 +97,19 @@ class NodeClaimSpec(KubeStruct, frozen=True):
     termination_grace_period: str = ""
 
 
+class NodeClaimStatus(KubeStruct, frozen=True):
+    """What disruption reads: the node it became, its conditions (Initialized,
+    Consolidatable, InstanceTerminating) and when a pod last bound to or left it."""
+
+    node_name: str = ""
+    provider_id: str = ""
+    conditions: tuple[Condition, ...] = ()
+    last_pod_event_time: str | None = None
+
+
 class NodeClaim(KubeStruct, frozen=True):
     api_version: str = "karpenter.sh/v1"
     kind: str = "NodeClaim"
     metadata: ObjectMeta = ObjectMeta()
     spec: NodeClaimSpec = NodeClaimSpec()
+    status: NodeClaimStatus = NodeClaimStatus()

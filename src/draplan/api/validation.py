@@ -898,6 +898,14 @@ def validate_karpenter_node_pool(pool: karpenter.KarpenterNodePool) -> None:
     policy = spec.disruption.consolidation_policy
     if policy and policy not in karpenter.CONSOLIDATION_POLICIES:
         raise fail("spec.disruption.consolidationPolicy", f"unsupported value {policy!r}")
+    _karpenter_disruption(spec.disruption)
+    if spec.template.spec.expire_after and not _KARPENTER_AFTER.match(
+        spec.template.spec.expire_after
+    ):
+        raise fail(
+            "spec.template.spec.expireAfter",
+            f"{spec.template.spec.expire_after!r} does not match {_KARPENTER_AFTER.pattern}",
+        )
     template = spec.template.spec
     for i, req in enumerate(template.requirements):
         path = f"spec.template.spec.requirements[{i}]"
@@ -921,6 +929,43 @@ def validate_karpenter_node_pool(pool: karpenter.KarpenterNodePool) -> None:
                     f"spec.template.spec.{field_name}[{i}].effect",
                     f"unsupported value {taint.effect!r}",
                 )
+
+
+# The CRD's patterns (pkg/apis/v1/nodepool.go): consolidateAfter and expireAfter, a budget's
+# nodes and duration.
+_KARPENTER_AFTER = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_BUDGET_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+)
+
+
+def _karpenter_disruption(disruption: karpenter.Disruption) -> None:
+    after = disruption.consolidate_after
+    if after and not _KARPENTER_AFTER.match(after):
+        raise fail(
+            "spec.disruption.consolidateAfter",
+            f"{after!r} does not match {_KARPENTER_AFTER.pattern}",
+        )
+    if len(disruption.budgets) > 50:
+        raise fail("spec.disruption.budgets", "must have at most 50 items")
+    for i, budget in enumerate(disruption.budgets):
+        path = f"spec.disruption.budgets[{i}]"
+        if not _BUDGET_NODES.match(budget.nodes):
+            raise fail(f"{path}.nodes", f"{budget.nodes!r} does not match {_BUDGET_NODES.pattern}")
+        if bool(budget.schedule) != bool(budget.duration):
+            raise fail(path, "'schedule' must be set with 'duration'")
+        if budget.schedule and not _BUDGET_SCHEDULE.match(budget.schedule):
+            raise fail(f"{path}.schedule", f"{budget.schedule!r} is not a cron schedule")
+        if budget.duration and not _BUDGET_DURATION.match(budget.duration):
+            raise fail(
+                f"{path}.duration",
+                f"{budget.duration!r} does not match {_BUDGET_DURATION.pattern}",
+            )
+        for j, reason in enumerate(budget.reasons):
+            if reason not in karpenter.DISRUPTION_REASONS:
+                raise fail(f"{path}.reasons[{j}]", f"unsupported value {reason!r}")
 
 
 def _annotation_int(notes: dict[str, str], key: str) -> int | None:

@@ -29,6 +29,8 @@ KARPENTER = "karpenter"
 # Labels that name one node, never a group of them.
 _PER_NODE = ("kubernetes.io/hostname",)
 CAPI_NODE_LABELS = "node.cluster.x-k8s.io/"  # propagated from the Machine to its Node
+# kubeadm's role labels of a control-plane node (`master`: before 1.24).
+CONTROL_PLANE_ROLES = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
 def source(pool: NodePool) -> str:
@@ -46,6 +48,28 @@ def owner(state: ClusterState, pool: NodePool) -> str:
     if any(isinstance(o, KarpenterNodePool) and o.metadata.name == name for o in state.others):
         return KARPENTER
     return KARPENTER if NODEPOOL_LABEL in template_labels(state, pool) else CLUSTER_AUTOSCALER
+
+
+def karpenter_nodes(state: ClusterState) -> set[str]:
+    """The nodes Karpenter owns: those of its pools, and those labelled `karpenter.sh/nodepool`
+    that no pool claims; never a control-plane node."""
+    owners: dict[str, str] = {}
+    out = set()
+    for name, node in state.nodes.items():
+        labels = node.metadata.labels
+        if any(role in labels for role in CONTROL_PLANE_ROLES):
+            continue
+        pool = node_pool(state, node)
+        if pool is None:
+            if NODEPOOL_LABEL in labels:
+                out.add(name)
+            continue
+        key = pool.metadata.name
+        if key not in owners:
+            owners[key] = owner(state, pool)
+        if owners[key] == KARPENTER:
+            out.add(name)
+    return out
 
 
 def template_labels(state: ClusterState, pool: NodePool) -> dict[str, str]:

@@ -18,6 +18,7 @@ from draplan.autoscaler.alternatives import MoveOption, make, move_options
 from draplan.autoscaler.ca import CAOption, ca_options, ca_scheduler
 from draplan.autoscaler.existing import ExistingFit
 from draplan.autoscaler.expanders import choose
+from draplan.autoscaler.karpenter_disruption import plan_karpenter_disruption
 from draplan.autoscaler.legacy import lossy_state
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
 from draplan.autoscaler.provreq import (
@@ -488,7 +489,12 @@ class Autoscaler:
             down = plan_scale_down(
                 state, self.scheduler, now, needs, self.scale_down_memo, self.scale_down_options
             )
-            plan.scale_down, plan.kept = down.removals, down.kept
+            # Karpenter's nodes: its consolidation, on what Cluster Autoscaler's removals leave.
+            karpenter = plan_karpenter_disruption(
+                state, self.scheduler, now, needs, self.scale_down_memo
+            )
+            plan.scale_down = down.removals + karpenter.removals
+            plan.kept = down.kept + karpenter.kept
         return plan
 
     def _make_moves(self, state: ClusterState, plan: Plan, originals: dict[ObjectKey, Pod]) -> None:

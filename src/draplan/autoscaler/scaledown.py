@@ -46,13 +46,14 @@ from draplan.autoscaler.ca import managed, readiness
 from draplan.autoscaler.derived import SLICE_NODES
 from draplan.autoscaler.drain import Budgets, Drain, DrainOptions, drain
 from draplan.autoscaler.options import EXPENDABLE_CUTOFF
+from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, CONTROL_PLANE_ROLES, karpenter_nodes
 from draplan.autoscaler.scaleup import expendable
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.nodepools import node_pool, pool_name, pool_sizes
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
-from draplan.scheduler import Scheduler
+from draplan.scheduler import PodResult, Scheduler
 from draplan.scheduler.claims import pod_claims, release_claims
 from draplan.scheduler.evaluations import shareable
 from draplan.scheduler.gangs import find_gangs
@@ -79,18 +80,29 @@ class ScaleDownOptions:
 
 @dataclass(frozen=True)
 class Removal:
+    """A node an autoscaler removes: Cluster Autoscaler's scale-down, or Karpenter's
+    consolidation (`rule`: its disruption reason, Empty or Underutilized; `method`: the
+    consolidation that chose it, Karpenter's ConsolidationType: empty, multi or single)."""
+
     node: str
     reason: str
     pool: str = ""
     delayed: bool = False  # after --scale-down-delay-after-add: the same pass adds nodes
-    after: str = ""  # how long it must stay unneeded first (CA's flag)
+    after: str = ""  # CA: how long it must stay unneeded first; Karpenter: its validation wait
+    autoscaler: str = CLUSTER_AUTOSCALER
+    rule: str = ""
+    method: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"node": self.node, "reason": self.reason}
+        out: dict[str, object] = {"node": self.node, "autoscaler": self.autoscaler}
+        if self.rule:
+            out["disruptionReason"] = self.rule
+            out["consolidation"] = self.method
+        out["reason"] = self.reason
         if self.pool:
             out["pool"] = self.pool
         if self.after:
-            out["unneededFor"] = self.after
+            out["unneededFor" if self.autoscaler == CLUSTER_AUTOSCALER else "after"] = self.after
         if self.delayed:
             out["delayedByScaleUp"] = True
         return out
@@ -98,15 +110,21 @@ class Removal:
 
 @dataclass(frozen=True)
 class Kept:
-    """A node scale-down keeps: CA's UnremovableReason (or draplan's own rule) and why."""
+    """A node scale-down keeps: CA's UnremovableReason (or draplan's own rule), or what keeps
+    Karpenter from disrupting it, and why."""
 
     node: str
     reason: str
     message: str
     pool: str = ""
+    autoscaler: str = CLUSTER_AUTOSCALER
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"node": self.node, "reason": self.reason}
+        out: dict[str, object] = {
+            "node": self.node,
+            "autoscaler": self.autoscaler,
+            "reason": self.reason,
+        }
         if self.pool:
             out["pool"] = self.pool
         out["message"] = self.message
@@ -190,10 +208,10 @@ class _Pass:
         added = [state.nodes[n] for n in sorted(needs.added) if n in state.nodes]
         self.added_pools = {pool_name(state, n) for n in added} - {""}
         self.added_shapes = [node_shape(state, n) for n in added]
-        self.pending = _distinct(state, scheduler, needs.pending)
+        self.pending = distinct_pending(state, scheduler, needs.pending)
         self.alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
         self.members = Counter(pool_sizes(state))  # node_pool's rule, the pools found once
-        self.index = _Index(state)
+        self.index = Index(state)
         self.budgets = Budgets(state)
 
     def keep(self, name: str, reason: str, message: str, group: str = "") -> None:
@@ -202,11 +220,13 @@ class _Pass:
     def eligible(self, name: str) -> tuple[str, str] | None:
         """Why node `name` is no candidate (reason, message), or None."""
         state, node = self.state, self.state.nodes[name]
+        if any(role in node.metadata.labels for role in CONTROL_PLANE_ROLES):
+            return "NotAutoscaled", "a control-plane node"
         pool = node_pool(state, node)
         if pool is None:
             return "NotAutoscaled", "not in a node group Cluster Autoscaler manages"
         if not managed(state, pool):
-            return "NotAutoscaled", "a Karpenter node: Cluster Autoscaler does not manage it"
+            return "NotAutoscaled", "in a Karpenter NodePool: Cluster Autoscaler does not manage it"
         if any(t.key == TO_BE_DELETED for t in node.spec.taints):
             return "CurrentlyBeingDeleted", "Cluster Autoscaler is deleting it"
         if node.metadata.annotations.get(DISABLED) == "true":
@@ -236,7 +256,8 @@ class _Pass:
     def run(self) -> ScaleDown:
         state = self.state
         slices: dict[str, list[str]] = {}
-        for name in sorted(set(state.nodes.keys()) - self.needs.added):  # new nodes stay
+        karpenter = karpenter_nodes(state)  # Karpenter's disruption judges them
+        for name in sorted(set(state.nodes.keys()) - self.needs.added - karpenter):
             pool = node_pool(state, state.nodes[name])
             if pool and pool.metadata.annotations.get(SLICE_NODES) and managed(state, pool):
                 slices.setdefault(pool.metadata.name, []).append(name)
@@ -316,13 +337,13 @@ class _Pass:
             budget = key_of(broken)[1]
             message = f"NotEnoughPdb: moving its pods would break PodDisruptionBudget {budget}"
             return Kept(first, "BlockedByPod", message, group)
-        unusable = ""
+        useless = ""
         for name in names:
-            found = _unusable(state, self.scheduler, name, self.pending, self.memo, self.alike)
+            found = unusable(state, self.scheduler, name, self.pending, self.memo, self.alike)
             if found is None:
                 why = "a pending pod fits there as it is"
                 return Kept(first, "UsedByPendingPods", why, group)
-            unusable = unusable or found
+            useless = useless or found
         keys = {key_of(p) for d in drains for p in (*d.move, *d.evict)}
         evicted = {key_of(p) for d in drains for p in d.evict}.union(*killed)
         keys |= evicted
@@ -330,38 +351,75 @@ class _Pass:
             (n, self.memo.node_utilization(state, state.nodes[n]), readiness(state.nodes[n])[0], d)
             for n, d in zip(names, drains, strict=True)
         ]
-        with state.forked():
-            if release_claims(state, keys, index.claims_of(keys)):
-                why = "its pods' claims cannot be released"
-                return Kept(first, "NoPlaceToMovePods", why, group)
-            for key in sorted(keys):
-                state.unbind_pod(state.pods[key])
-            for name in names:
-                state.remove_node(name)
-            for key in evicted:
-                state.remove_pod(key)  # a DaemonSet pod goes with its node
-            targets = sorted(set(state.nodes) - self.needs.added) if self.needs.added else None
-            placed = all(
-                self.scheduler.schedule_pod(state, state.pods[k], targets).node
-                for k in sorted(keys - evicted)
-            )
-            if placed:
-                state.commit()
-                state.fork()
-        if not placed:
-            return Kept(first, "NoPlaceToMovePods", "its pods fit no other existing node", group)
+        moved = sorted(keys - evicted)
+        failed = drain_nodes(state, self.scheduler, index, names, moved, evicted, self.needs.added)
+        if failed is not None:
+            why = failed if isinstance(failed, str) else "its pods fit no other existing node"
+            return Kept(first, "NoPlaceToMovePods", why, group)
         self.budgets.take(moving)
-        index.moved(state, names, keys - evicted)
         out = []
         for (name, use, ready, plan), gone in zip(before, killed, strict=True):
             what = f"{len(plan.move)} pod(s) move elsewhere" if plan.move else "no pod to move"
             evict = f", {len(plan.evict)} DaemonSet pod(s) go with it" if plan.evict else ""
             evict += f", {len(gone)} expendable pod(s) go with it" if gone else ""
-            reason = f"utilization {use:.2f}; {what}{evict}{unusable}"
+            reason = f"utilization {use:.2f}; {what}{evict}{useless}"
             wait = self.options.unneeded_time if ready else self.options.unready_time
             out.append(Removal(name, reason, group, bool(self.needs.added), _minutes(wait)))
             self.members[group] -= 1
         return out
+
+
+def drain_nodes(
+    state: ClusterState,
+    scheduler: Scheduler,
+    index: Index,
+    names: Sequence[str],
+    moved: Sequence[ObjectKey],
+    gone: set[ObjectKey],
+    added: frozenset[str],
+    retry: bool = False,
+    keep: bool = True,
+) -> PodResult | str | None:
+    """Remove nodes `names`, their pods `gone` with them and `moved` (in that order) placed on
+    other nodes that exist (not those in `added`), by `scheduler`, claims allocated again:
+    None when every pod found a place (the state keeps the result, `index` follows), else the
+    state as it was and why: a pod's failed result, or why its claims cannot move. `retry`
+    tries the pods that did not fit again while others still find places (Karpenter's
+    scheduling queue, `pkg/controllers/provisioning/scheduling/queue.go`); `keep=False` only
+    asks, leaving the state as it was either way."""
+    keys = {*moved, *gone}
+    failed: PodResult | str | None = None
+    with state.forked():
+        why = release_claims(state, keys, index.claims_of(keys))
+        if why:
+            return "its pods' claims cannot be released"
+        for key in sorted(keys):
+            state.unbind_pod(state.pods[key])
+        for name in names:
+            state.remove_node(name)
+        for key in sorted(gone):
+            state.remove_pod(key)  # a DaemonSet pod goes with its node
+        targets = sorted(set(state.nodes) - added) if added else None
+        left = list(moved)
+        misses: list[PodResult] = []
+        while left:
+            misses = []
+            for key in left:
+                result = scheduler.schedule_pod(state, state.pods[key], targets)
+                if result.node is None:
+                    misses.append(result)
+                    if not retry:
+                        break
+            if not misses or not retry or len(misses) == len(left):
+                break
+            left = [r.key for r in misses]
+        failed = misses[0] if misses else None
+        if failed is None and keep:
+            state.commit()
+            state.fork()
+    if failed is None and keep:
+        index.moved(state, list(names), set(moved))
+    return failed
 
 
 def plan_scale_down(
@@ -379,7 +437,7 @@ def plan_scale_down(
     return _Pass(state, scheduler, needs or Needs(), memo, options, now).run()
 
 
-class _Index:
+class Index:
     """Each node's pods and each pod's claims, in the state's order, as one scan finds them
     (scanning every pod and claim per candidate node is quadratic on a large cluster)."""
 
@@ -415,7 +473,7 @@ class _Index:
 
 
 @dataclass(frozen=True)
-class _Pending:
+class Pending:
     """One pod of a scheduling shape that still pends (pods of one shape fit the same nodes)."""
 
     pod: Pod
@@ -424,7 +482,9 @@ class _Pending:
     shared: bool  # it names no node: identical nodes give it one answer (scheduler.evaluations)
 
 
-def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) -> list[_Pending]:
+def distinct_pending(
+    state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]
+) -> list[Pending]:
     seen: set[bytes] = set()
     out = []
     for pod in sorted(pods, key=key_of):
@@ -432,15 +492,15 @@ def _distinct(state: ClusterState, scheduler: Scheduler, pods: Sequence[Pod]) ->
         if shape not in seen:
             seen.add(shape)
             shared = admitted and shareable(pod, pod_claims(state, pod))
-            out.append(_Pending(pod, shape, admitted, shared))
+            out.append(Pending(pod, shape, admitted, shared))
     return out
 
 
-def _unusable(
+def unusable(
     state: ClusterState,
     scheduler: Scheduler,
     name: str,
-    pending: list[_Pending],
+    pending: list[Pending],
     memo: ScaleDownMemo,
     alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]],
 ) -> str | None:

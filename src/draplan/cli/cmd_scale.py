@@ -123,7 +123,7 @@ def scale(
 ) -> None:
     """Plan node additions (and removals) for the pending pods, from the NodePools given
     (or, with none, from the cluster's node groups); removals by Cluster Autoscaler's rules
-    and flags."""
+    and flags, and of Karpenter's nodes by Karpenter's consolidation."""
     chain = tuple(e.strip() for e in expander.split(",") if e.strip())
     unknown = [e for e in chain if e not in EXPANDERS]
     if unknown or not chain:
@@ -196,9 +196,15 @@ def scale(
                     if delayed
                     else ""
                 ),
-                ["NODE", "POOL", "AFTER", "REASON"],
+                ["NODE", "POOL", "AUTOSCALER", "AFTER", "REASON"],
                 [
-                    (r["node"], r.get("pool", ""), r.get("unneededFor", ""), r["reason"])
+                    (
+                        r["node"],
+                        r.get("pool", ""),
+                        r["autoscaler"],
+                        r.get("unneededFor", r.get("after", "")),
+                        r["reason"],
+                    )
                     for r in doc["scaleDown"]
                 ],
             )
@@ -264,20 +270,23 @@ def _moves_table(title: str, moves: list[dict[str, Any]], wide: bool) -> None:
 
 
 def emit_kept(kept: list[dict[str, Any]], wide: bool) -> None:
-    """The nodes scale-down keeps: each with its rule in wide output, else a count per rule
-    (most are simply in use)."""
+    """The nodes scale-down keeps: each with the autoscaler that owns it and its rule in wide
+    output, else a count per autoscaler and rule (most are simply in use)."""
     if wide:
         emit_table(
             "kept by scale-down",
-            ["NODE", "POOL", "RULE", "WHY"],
-            [(k["node"], k.get("pool", ""), k["reason"], k["message"]) for k in kept],
+            ["NODE", "POOL", "AUTOSCALER", "RULE", "WHY"],
+            [
+                (k["node"], k.get("pool", ""), k["autoscaler"], k["reason"], k["message"])
+                for k in kept
+            ],
         )
         return
-    counts = Counter(k["reason"] for k in kept)
+    counts = Counter((k["autoscaler"], k["reason"]) for k in kept)
     emit_table(
         f"kept by scale-down: {len(kept)} nodes (-o wide names each)",
-        ["RULE", "NODES"],
-        sorted(counts.items()),
+        ["AUTOSCALER", "RULE", "NODES"],
+        [(by, rule, n) for (by, rule), n in sorted(counts.items())],
     )
 
 

@@ -51,6 +51,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from croniter import croniter
 
@@ -71,6 +72,7 @@ from draplan.autoscaler.scaledown import (
     Index,
     Kept,
     Needs,
+    Pending,
     Removal,
     ScaleDown,
     ScaleDownMemo,
@@ -255,8 +257,6 @@ class _Pass:
 
     def __post_init__(self) -> None:
         state = self.state
-        self.index = Index(state)
-        self.pending = distinct_pending(state, self.scheduler, self.needs.pending)
         self.alike: dict[tuple[int, bytes], tuple[bool, tuple[str, ...] | None]] = {}
         self.pools = {
             o.metadata.name: PoolRules.of(o)
@@ -273,6 +273,16 @@ class _Pass:
         self.removed: dict[str, int] = {}  # per NodePool, the nodes this pass deletes
         self.nodes: dict[str, int] = {}  # per NodePool, initialized nodes (budgets' base)
         self.disrupting: dict[str, int] = {}  # per NodePool, NotReady or being deleted
+
+    @cached_property
+    def index(self) -> Index:
+        """Each node's pods and each pod's claims: built once a node needs them (most nodes of
+        a large cluster are kept before their pods are read)."""
+        return Index(self.state)
+
+    @cached_property
+    def pending(self) -> list[Pending]:
+        return distinct_pending(self.state, self.scheduler, self.needs.pending)
 
     def keep(self, name: str, reason: str, message: str, pool: str) -> None:
         self.out.kept.append(Kept(name, reason, message, pool, KARPENTER))
@@ -460,12 +470,18 @@ class _Pass:
         self.count(names)
         left = sorted(names - self.needs.added)
         unfit: dict[str, str] = {}  # single-node consolidation's failures, kept for later loops
+        judged: dict[str, tuple[tuple[int, int], _Candidate | Kept]] = {}
         while True:
-            # Each loop judges the nodes afresh (GetCandidates): a command moved pods.
+            # Each loop judges the nodes afresh (GetCandidates), since a command moved pods;
+            # a node whose version is the same holds the same pods and gets the same answer.
             candidates: list[_Candidate] = []
             kept: list[Kept] = []
             for name in left:
-                found = self.candidate(name)
+                version = self.state.version(name)
+                hit = judged.get(name)
+                if hit is None or hit[0] != version:
+                    hit = judged[name] = version, self.candidate(name)
+                found = hit[1]
                 if isinstance(found, Kept):
                     kept.append(found)
                 else:

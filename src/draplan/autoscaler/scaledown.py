@@ -4,7 +4,8 @@ and for every node it keeps, the rule that kept it.
 CA's rules, in its order (`core/scaledown/eligibility/eligibility.go`, `unremovableReason…`;
 `processors/nodes/pre_filtering_processor.go`; `core/scaledown/unneeded/nodes.go`,
 `RemovableAt`; `simulator/cluster.go`, `FindNodesToRemove`): only nodes of node groups CA
-manages (NotAutoscaled: a control-plane node, nodes of no group, Karpenter's), not one being
+manages (NotAutoscaled: a control-plane node, nodes of no group; Karpenter's nodes are left to
+`autoscaler.karpenter_disruption`, which judges them after this pass), not one being
 deleted (CurrentlyBeingDeleted), not one annotated
 `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"` (ScaleDownDisabledAnnotation),
 an unready one only with `--scale-down-unready-enabled` (ScaleDownUnreadyDisabled), only below

@@ -79,7 +79,7 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
                     pod(
                         name_i,
                         node,
-                        cpu=str(draw(st.integers(1, 6))),
+                        cpu=str(draw(st.integers(1, 5))),  # 3 x 5 + DaemonSets < 16
                         owner=None if kind == 2 else "ReplicaSet",
                         annotations={DND: "true"} if kind == 3 else None,
                         labels={"app": f"app{kind % 2}"},

@@ -11,7 +11,8 @@ ScheduleAnyway, minDomains, node inclusion policies), host ports, node selectors
 from templates (counts, a model selector, matchAttribute on the NUMA node or the PCIe root),
 `firstAvailable` alternatives, standalone claims several pending pods share, and GB200 hosts
 whose GPUs are partitionable (a counter set per GPU that the whole GPU and its 2g and 1g
-partitions consume, KEP-4815); and Workload API gangs (1.37 PodGroups with a minCount).
+partitions consume, KEP-4815); and Workload API gangs (1.37 PodGroups with a minCount, some
+asking for one rack or zone).
 
 `cluster(seed)` returns the manifests as plain dicts; the same seed gives the same cluster.
 """
@@ -218,12 +219,15 @@ def _shared(rng: random.Random, ns: str, driver: str, kind: str) -> dict[str, An
     }
 
 
-def _gang(name: str, ns: str, min_count: int) -> dict[str, Any]:
+def _gang(name: str, ns: str, min_count: int, topology: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     return {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": ns},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        "spec": spec,
     }
 
 
@@ -415,7 +419,8 @@ def cluster(seed: int) -> list[dict[str, Any]]:
             continue
         chosen = rng.sample(members, rng.randint(2, min(3, len(members))))
         name = f"gang-{g}"
-        docs.append(_gang(name, ns, rng.choice((2, len(chosen), len(chosen), len(chosen) + 1))))
+        min_count = rng.choice((2, len(chosen), len(chosen), len(chosen) + 1))
+        docs.append(_gang(name, ns, min_count, rng.choice((None, RACK, ZONE))))
         for p in chosen:
             p["spec"]["schedulingGroup"] = {"podGroupName": name}
             # A member's priority is its PodGroup's in 1.37 (none here: 0), as victim too.

@@ -18,7 +18,8 @@ code) replays its answers in order:
 - a gang (a PodGroup's members: kube-scheduler's pod group cycle) binds none of its pods or
   at least minCount of them (PlacementFeasible), each bound one as above; a member that does
   not bind may have fit alone, and preempts as the group (workload-aware preemption), so only
-  what it does to the cluster is replayed.
+  what it does to the cluster is replayed; with TopologyAwareWorkloadScheduling a PodGroup
+  asking for one rack or zone binds its pods in one, and none of its pods preempts alone.
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ def _results(r: PodResult) -> list[tuple[str, tuple[str, str, str]]]:
     return out
 
 
+def _key(doc: dict[str, Any]) -> tuple[str, str]:
+    return doc["metadata"]["namespace"], doc["metadata"]["name"]
+
+
 def _names(pods: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
+    return [_key(p) for p in pods]
 
 
 def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> None:
@@ -63,19 +68,27 @@ def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> Non
     by_key = {
         (d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Pod"
     }
-    rules = Cluster(docs, topology_gate="TopologyAwareWorkloadScheduling=true" in gates)
-    gangs = {
-        (d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["schedulingPolicy"]["gang"]
-        for d in docs
-        if d["kind"] == "PodGroup"
-    }
+    topology_on = "TopologyAwareWorkloadScheduling=true" in gates
+    rules = Cluster(docs, topology_gate=topology_on)
+    groups = {_key(d): d for d in docs if d["kind"] == "PodGroup"}
+    gangs = {k: d["spec"]["schedulingPolicy"]["gang"] for k, d in groups.items()}
     ganged = version != "1.36" or "GangScheduling=true" in gates
-    gang_of = {
-        key: (key[0], pod["spec"]["schedulingGroup"]["podGroupName"])
-        for key, pod in by_key.items()
-        if pod["spec"].get("schedulingGroup") and ganged
+    # The domain label of each group kube-scheduler keeps in one domain (only with the gate).
+    topology = {
+        key: d["spec"]["schedulingConstraints"]["topology"][0]["key"]
+        for key, d in groups.items()
+        if d["spec"].get("schedulingConstraints") and topology_on
     }
+    # Members of a group placed as one: all or nothing (ganged), or in one domain.
+    gang_of: dict[tuple[str, str], tuple[str, str]] = {}
+    for key, pod in by_key.items():
+        scheduling_group = pod["spec"].get("schedulingGroup")
+        if scheduling_group:
+            group = (key[0], scheduling_group["podGroupName"])
+            if ganged or group in topology:
+                gang_of[key] = group
     bound: dict[tuple[str, str], int] = dict.fromkeys(gangs, 0) if ganged else {}
+    domains: dict[tuple[str, str], set[str | None]] = {}
     for r in results:
         pod = by_key[r.key]
         where = (seed, r.key)
@@ -92,8 +105,12 @@ def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> Non
                 assert validate_allocation(state, state.nodes[r.node], r.claims) == [], where
                 rules.devices.allocate(pod, r.node, allocated)
             rules.place(pod, r.node)
-            if r.key in gang_of:
-                bound[gang_of[r.key]] += 1
+            group = gang_of.get(r.key)
+            if group in bound:
+                bound[group] += 1
+            if group in topology:
+                labels = rules.nodes[r.node]["metadata"].get("labels") or {}
+                domains.setdefault(group, set()).add(labels.get(topology[group]))
             continue
         if r.key in gang_of:
             event("gang member not bound")
@@ -121,6 +138,9 @@ def check_run(seed: int, version: str = DEFAULT_VERSION, gates: str = "") -> Non
     for gang, count in bound.items():
         event("gang bound" if count else "gang not bound")
         assert count == 0 or count >= gangs[gang]["minCount"], (seed, gang, count)
+    for group, values in domains.items():
+        event("group bound in one domain")
+        assert len(values) == 1 and None not in values, (seed, group, values)
 
 
 def _event_devices(allocated: list[tuple[str, tuple[str, str, str]]]) -> None:
@@ -133,9 +153,12 @@ def _event_devices(allocated: list[tuple[str, tuple[str, str, str]]]) -> None:
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(seed=st.integers(0, 10**6))
-def test_every_answer_obeys_the_plugins_rules(seed: int) -> None:
-    check_run(seed)
+@given(
+    seed=st.integers(0, 10**6),
+    gates=st.sampled_from(["", "TopologyAwareWorkloadScheduling=true"]),
+)
+def test_every_answer_obeys_the_plugins_rules(seed: int, gates: str) -> None:
+    check_run(seed, gates=gates)
 
 
 @settings(max_examples=EXAMPLES // 3, deadline=None)

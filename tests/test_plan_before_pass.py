@@ -14,6 +14,7 @@ import pytest
 
 from draplan.api.codec import decode
 from draplan.audit.pools import PoolAdvisor
+from draplan.audit.reach import Reacher
 from draplan.audit.why import Auditor
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import Scheduler, build_profile
@@ -128,9 +129,13 @@ def test_the_plan_is_made_only_for_pods_left_pending_and_on_the_state_before_the
     verdicts = auditor.audit(pending_pods(state))
     left = [d for d in verdicts if d.category not in ("Schedulable", "NoMatchingDevice")]
     assert bool(left) is planned
+    # Node kinds too are worked out only when a pod is left, and on the state before the pass.
+    fresh = Reacher(state, profile).kinds()
     if not planned:
         assert auditor.pools is None
+        assert auditor.reacher._kinds is None
         return
+    assert auditor.reacher.kinds() == fresh
     assert auditor.pools is not None
     assert auditor.pools.reasons == before.reasons
     assert auditor.pools.spared == before.spared

@@ -412,6 +412,9 @@ def test_value_and_milli_value(text: str, value: int, milli: int) -> None:
     q = P(text)
     assert q.value() == value
     assert q.milli_value() == milli
+    assert q.milli_value() == milli  # kept on the (immutable, shared) Quantity
+    assert (-q).milli_value() == -milli
+    assert pickle.loads(pickle.dumps(q)).milli_value() == milli
 
 
 @pytest.mark.parametrize(

@@ -59,12 +59,13 @@ _BINARY_SUFFIX_FOR: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 class Quantity:
     """An exact fixed-point quantity; immutable, hashable and totally ordered by value."""
 
-    __slots__ = ("_e", "_fmt", "_m", "_s")
+    __slots__ = ("_e", "_fmt", "_m", "_milli", "_s")
 
     _m: int  # mantissa, never divisible by 10 (0 for zero)
     _e: int  # base-10 exponent (0 for zero)
     _fmt: str  # format to print in
     _s: str | None  # cached canonical string
+    _milli: int | None  # cached milli_value (one parsed Quantity serves a whole dump)
 
     def __init__(self, value: str | int) -> None:
         """Parse ``value`` like :meth:`parse` (``Quantity("1Gi")``)."""
@@ -179,7 +180,11 @@ class Quantity:
 
     def milli_value(self) -> int:
         """The value in thousandths, rounded away from zero (Go ``MilliValue``)."""
-        return _scaled_away_from_zero(self._m, self._e + 3)
+        milli = self._milli
+        if milli is None:
+            milli = _scaled_away_from_zero(self._m, self._e + 3)
+            object.__setattr__(self, "_milli", milli)
+        return milli
 
     def as_fraction(self) -> Fraction:
         """The exact value."""
@@ -250,6 +255,7 @@ def _set(q: Quantity, m: int, e: int, fmt: str) -> None:
     setattr_(q, "_e", e)
     setattr_(q, "_fmt", fmt)
     setattr_(q, "_s", None)
+    setattr_(q, "_milli", None)
 
 
 def _new(m: int, e: int, fmt: str) -> Quantity:

@@ -128,10 +128,11 @@ class Auditor:
         # Pods under audit are not running, even once the pass or a fix places them in the
         # fork: a fix never asks to move one.
         self.mover = Mover(self.state, self.scheduler, self.gangs, fixed=frozenset(first))
-        # Group the nodes by kind before forking: that gathers every node's pools in the
-        # state's own layer, kept (with the kinds and the evaluations made with them) for the
-        # next audit, where a fork's would be dropped with it.
-        self.reacher.kinds()
+        # Gather every node's pools before forking: in the state's own layer they are kept
+        # (with the evaluations made with them) for the next audit, where a fork's would be
+        # dropped with it.
+        for node in self.state.nodes.values():
+            self.state.pools_for_node(node)
         with self.state.forked(), self._by_content():
             spared = [
                 key
@@ -150,11 +151,16 @@ class Auditor:
             self.placed = {r.key: r.node for r in results if r.node}
             self.nominated = {r.key: r for r in results if r.nominated}
             left = [k for k, (_, found) in first.items() if found is None and k not in self.placed]
-            if self.state.node_pools and left:
-                # The autoscaler plans on the state as it is, before the pass: only the pods
-                # the pass leaves pending can be waiting for it (the placed are Schedulable).
+            if left:
+                # Only the pods the pass leaves pending are asked about node kinds and the
+                # autoscaler (the placed are Schedulable), and both are worked out on the state
+                # as it is, before the pass.
                 with self.state.set_aside(), self._content_paused():
-                    self.pools = PoolAdvisor(self.state, self.profile, len(pods), self.scheduler)
+                    self.reacher.kinds()
+                    if self.state.node_pools:
+                        self.pools = PoolAdvisor(
+                            self.state, self.profile, len(pods), self.scheduler
+                        )
             out = []
             for pod in pods:
                 pending, found = first[key_of(pod)]

@@ -147,33 +147,45 @@ def device_views(rs: ResourceSlice, rules: Iterable[DeviceTaintRule] = ()) -> li
     out = []
     per_device = spec.per_device_node_selection is True
     selectors = [(r.spec.device_selector, r.spec.taint) for r in rules if r.spec.device_selector]
+    driver, pool, slice_name = spec.driver, spec.pool.name, rs.metadata.name
+    # The slice's own node selection, for every device unless each chooses its own.
+    sel = spec.node_selector
+    shared = (
+        spec.node_name or None,
+        sel.node_selector_terms[0] if sel and sel.node_selector_terms else None,
+        spec.all_nodes is True,
+    )
     for dev in spec.devices:
-        ruled = tuple(
-            taint for sel, taint in selectors if sel.selects(spec.driver, spec.pool.name, dev.name)
-        )
-        if ruled:
-            dev = msgspec.structs.replace(dev, taints=(*dev.taints, *ruled))
+        if selectors:
+            ruled = tuple(t for rule, t in selectors if rule.selects(driver, pool, dev.name))
+            if ruled:
+                dev = msgspec.structs.replace(dev, taints=(*dev.taints, *ruled))
+        node_name, term, all_nodes = shared
         if per_device:
-            node_name, sel, all_nodes = dev.node_name, dev.node_selector, dev.all_nodes is True
-        else:
-            node_name, sel, all_nodes = spec.node_name, spec.node_selector, spec.all_nodes is True
-        term = sel.node_selector_terms[0] if sel and sel.node_selector_terms else None
-        consumes = tuple(
-            ((cc.counter_set, cname), nanos(counter.value))
-            for cc in dev.consumes_counters
-            for cname, counter in cc.counters.items()
+            sel = dev.node_selector
+            node_name = dev.node_name or None
+            term = sel.node_selector_terms[0] if sel and sel.node_selector_terms else None
+            all_nodes = dev.all_nodes is True
+        consumes = (
+            tuple(
+                ((cc.counter_set, cname), nanos(counter.value))
+                for cc in dev.consumes_counters
+                for cname, counter in cc.counters.items()
+            )
+            if dev.consumes_counters
+            else ()
         )
         out.append(
             DeviceView(
-                id=(spec.driver, spec.pool.name, dev.name),
-                device=dev,
-                slice_name=rs.metadata.name,
-                node_name=node_name or None,
-                node_term=term,
-                all_nodes=all_nodes,
-                capacity={k: nanos(c.value) for k, c in dev.capacity.items()},
-                consumes=consumes,
-                multi=dev.allow_multiple_allocations is True,
+                (driver, pool, dev.name),
+                dev,
+                slice_name,
+                node_name,
+                term,
+                all_nodes,
+                {k: nanos(c.value) for k, c in dev.capacity.items()},
+                consumes,
+                dev.allow_multiple_allocations is True,
             )
         )
     return out

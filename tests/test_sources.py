@@ -86,6 +86,41 @@ def test_crlf_line_endings(tmp_path: Path) -> None:
     assert names(load_objects([str(path)])) == ["node-1"]
 
 
+@pytest.mark.parametrize(
+    "form",
+    ["ascii", "crlf", "utf-8", "bom", "yaml-crlf", "bad-item-crlf"],
+)
+def test_a_dump_reads_the_same_as_bytes_or_as_text(tmp_path: Path, form: str) -> None:
+    """A plain ASCII dump goes to the JSON decoder as read; any other (UTF-8, a byte order mark,
+    carriage returns) as text: the objects, or the error, are the same either way."""
+    gaudi = node("gaudi-0", annotations={"example.com/owner": "équipe ml"})
+    docs: list[Any] = [node("tpu-0"), gaudi if form == "utf-8" else node("gaudi-0"), class_doc("x")]
+    if form == "bad-item-crlf":
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "Bad_Name"}})
+    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=1)
+    if form == "yaml-crlf":
+        text = "\n".join(f"- {json.dumps(d)}" for d in docs)
+        text = f"apiVersion: v1\nkind: List\nitems:\n{text}\n"
+    data = text.encode()
+    if form in ("crlf", "yaml-crlf", "bad-item-crlf"):
+        data = data.replace(b"\n", b"\r\n")
+    if form == "bom":
+        data = b"\xef\xbb\xbf" + data
+    path = tmp_path / "dump.json"
+    path.write_bytes(data)
+    plain = tmp_path / "plain.json"
+    plain.write_text(text.replace("\r\n", "\n"), encoding="utf-8")
+    if form == "bad-item-crlf":
+        with pytest.raises(BadInput) as crlf:
+            load_objects([str(path)])
+        with pytest.raises(BadInput) as lf:
+            load_objects([str(plain)])
+        assert str(crlf.value).replace(str(path), "") == str(lf.value).replace(str(plain), "")
+        return
+    assert names(load_objects([str(path)])) == names(load_objects([str(plain)]))
+    assert names(load_objects([str(path)])) == ["tpu-0", "gaudi-0", "x"]
+
+
 def test_kind_list_yaml(tmp_path: Path) -> None:
     path = tmp_path / "dump.yaml"
     path.write_text(

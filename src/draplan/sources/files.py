@@ -126,14 +126,26 @@ def read_documents(paths: Sequence[str]) -> Iterator[Document]:
 
 def _texts(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(source, text) of every file in `paths`."""
+    for source, content in _contents(paths):
+        yield source, content if isinstance(content, str) else content.decode("ascii")
+
+
+def _contents(paths: Sequence[str]) -> Iterator[tuple[str, str | bytes]]:
+    """`_texts`, except that a file of plain ASCII without carriage returns comes as its bytes,
+    the same text undecoded (a 150 MB dump goes to the JSON decoder as it was read)."""
     for path in _expand(paths):
         source = "<stdin>" if path == "-" else path
         try:
             if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
+                yield source, sys.stdin.read()
+                continue
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if data.isascii() and b"\r" not in data:
+                yield source, data
+                continue
+            # Text as a text-mode read gives it: UTF-8, universal newlines.
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except UnicodeDecodeError:
             raise BadInput("not UTF-8 text", source=source) from None
         except OSError as err:
@@ -149,11 +161,14 @@ class _JsonList(msgspec.Struct):
 _JSON_LIST = msgspec.json.Decoder(_JsonList)
 
 
-def _json_list_items(text: str) -> list[msgspec.Raw] | None:
+def _json_list_items(text: str | bytes) -> list[msgspec.Raw] | None:
     """The items of a JSON `kind: List` (kubectl's dump), each left as its JSON text; None for
     any other text."""
-    text = text.removeprefix("\ufeff")
-    if not text.lstrip().startswith("{"):
+    if isinstance(text, str):
+        text = text.removeprefix("\ufeff")
+        if not text.lstrip().startswith("{"):
+            return None
+    elif not text.lstrip().startswith(b"{"):
         return None
     try:
         listed = _JSON_LIST.decode(text)
@@ -205,9 +220,10 @@ def load_files(
         out.append((decode(data, source=doc.source), doc.source))
 
     with gc_paused():
-        for source, text in _texts(paths):
-            items = _json_list_items(text)
+        for source, content in _contents(paths):
+            items = _json_list_items(content)
             if items is None:
+                text = content if isinstance(content, str) else content.decode("ascii")
                 for doc in parse_text(text, source):
                     add(doc)
                 continue

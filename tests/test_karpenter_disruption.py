@@ -6,9 +6,11 @@ DRA claims change the answers as they change Karpenter's."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from draplan.api.errors import BadInput
 from karpenter_scenarios import (
@@ -343,3 +345,52 @@ def test_scale_shows_which_autoscaler_removes_and_keeps(run_cli: Any, tmp_path: 
         "15s",
     )
     assert NOW  # the plan's now is the clock pod's creation
+
+
+def test_the_pass_new_nodes_do_not_raise_a_budget() -> None:
+    """BuildDisruptionBudgetMapping counts initialized nodes only: a node the same pass adds
+    (a copy of an initialized one) is not among them, so 25% of four nodes stays one."""
+    objs = [clock(), karpenter_pool("trainium", budgets=[{"nodes": "25%"}])]
+    for n in "abcd":
+        objs.append(karpenter_node(f"trn-{n}", "trainium", extended={NEURON: "16"}))
+    objs += [pod("small-a", "trn-a", neuron=2), pod("small-b", "trn-b", neuron=2)]
+    objs += [pod(f"busy-{n}", f"trn-{n}", neuron=14) for n in "cd"]
+    objs += [pod("whole-node", None, neuron=16)]
+    plan, _ = plan_of(objs)
+    doc = plan.to_dict()
+    assert [u["pool"] for u in doc["scaleUp"]] == ["trainium"]
+    assert len(_removed(doc)) == 1
+
+
+@pytest.mark.parametrize("fixture", ["hybrid", "multivendor"])
+def test_the_fixtures_karpenter_nodes_by_their_node_pools_rules(run_cli: Any, fixture: str) -> None:
+    """multivendor's gb200 NodePool is WhenEmpty (consolidateAfter 1h): a node running pods
+    stays for that policy, the one a pending pod is placed on is nominated; hybrid's Trainium
+    nodes lack `karpenter.sh/initialized`, which Karpenter requires of a candidate."""
+    data = Path(__file__).parent / "data" / fixture
+    out = run_cli(
+        "scale",
+        "-f",
+        str(data / "cluster.yaml"),
+        "--prices",
+        str(data / "prices.yaml"),
+        "-o",
+        "json",
+    )
+    assert out.code == 0, out.err
+    doc = out.json()
+    nodes = yaml.safe_load((data / "cluster.yaml").read_text())["items"]
+    karpenter = {
+        n["metadata"]["name"]
+        for n in nodes
+        if n["kind"] == "Node" and "karpenter.sh/nodepool" in n["metadata"]["labels"]
+    }
+    answers = {e["node"]: e for e in [*doc["scaleDown"], *doc["scaleDownKept"]]}
+    assert (
+        karpenter and {n for n in answers if answers[n]["autoscaler"] == "karpenter"} == karpenter
+    )
+    reasons = {answers[n]["reason"] for n in karpenter}
+    if fixture == "hybrid":
+        assert reasons == {"NotInitialized"}
+    else:
+        assert reasons == {"WhenEmpty", "Nominated"}

@@ -467,8 +467,8 @@ class _Pass:
             )
 
     def run(self, names: set[str]) -> ScaleDown:
-        self.count(names)
-        left = sorted(names - self.needs.added)
+        left = sorted(names - self.needs.added)  # the pass's new nodes are not initialized yet
+        self.count(left)
         unfit: dict[str, str] = {}  # single-node consolidation's failures, kept for later loops
         judged: dict[str, tuple[tuple[int, int], _Candidate | Kept]] = {}
         while True:

@@ -191,8 +191,8 @@ def scale(
             emit_table(
                 "scale-down"
                 + (
-                    " after --scale-down-delay-after-add (Cluster Autoscaler removes nothing "
-                    "in a loop that adds nodes)"
+                    ": Cluster Autoscaler's after --scale-down-delay-after-add (it removes "
+                    "nothing in a loop that adds nodes)"
                     if delayed
                     else ""
                 ),

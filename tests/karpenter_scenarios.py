@@ -24,6 +24,7 @@ def karpenter_pool(
     after: str = "30s",
     budgets: list[dict[str, Any]] | None = None,
     expire: str | None = None,
+    weight: int | None = None,
 ) -> dict[str, Any]:
     disruption: dict[str, Any] = {"consolidationPolicy": policy, "consolidateAfter": after}
     if budgets is not None:
@@ -36,12 +37,15 @@ def karpenter_pool(
     }
     if expire is not None:
         spec["expireAfter"] = expire
-    return {
+    doc: dict[str, Any] = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "metadata": {"name": name},
         "spec": {"template": {"spec": spec}, "disruption": disruption},
     }
+    if weight is not None:
+        doc["spec"]["weight"] = weight
+    return doc
 
 
 def karpenter_node(
@@ -53,12 +57,13 @@ def karpenter_node(
     initialized: bool = True,
     annotations: dict[str, str] | None = None,
     instance: str = "trn2.48xlarge",
+    capacity: str = "on-demand",
 ) -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": memory, "pods": "110", **(extended or {})}
     labels = {
         "kubernetes.io/hostname": name,
         "karpenter.sh/nodepool": pool,
-        "karpenter.sh/capacity-type": "on-demand",
+        "karpenter.sh/capacity-type": capacity,
         "node.kubernetes.io/instance-type": instance,
         **(INITIALIZED if initialized else {"karpenter.sh/registered": "true"}),
     }
@@ -291,14 +296,17 @@ def gb200_claim(
     }
 
 
-def state_of(objs: list[dict[str, Any]]) -> ClusterState:
-    """The cluster with pools derived from its node groups, as `draplan scale` derives them."""
+def state_of(objs: list[dict[str, Any]], prices: dict[str, str] | None = None) -> ClusterState:
+    """The cluster with pools derived from its node groups, as `draplan scale` derives them
+    (`prices`: --prices, by pool or instance type)."""
     state = ClusterState.from_objects(decode(o) for o in objs)
-    state.node_pools.update(derive_pools(state).pools)
+    state.node_pools.update(derive_pools(state, prices).pools)
     return state
 
 
-def plan_of(objs: list[dict[str, Any]]) -> tuple[Plan, ClusterState]:
+def plan_of(
+    objs: list[dict[str, Any]], prices: dict[str, str] | None = None
+) -> tuple[Plan, ClusterState]:
     """The plan, and the state it leaves (its removals made, the pods moved)."""
-    state = state_of(objs)
+    state = state_of(objs, prices)
     return Autoscaler().plan(state), state

@@ -276,7 +276,7 @@ def test_a_pod_whose_devices_fit_nowhere_keeps_its_node() -> None:
     assert _removed(doc) == []
     assert kept["gb-a"]["reason"] == "Unconsolidatable"
     assert "ml/train-0" in kept["gb-a"]["message"]
-    assert "replace consolidation" in kept["gb-a"]["message"]
+    assert "no cheaper replacement" in kept["gb-a"]["message"]
 
 
 def test_disruption_cost_orders_single_node_consolidation() -> None:
@@ -394,3 +394,53 @@ def test_the_fixtures_karpenter_nodes_by_their_node_pools_rules(run_cli: Any, fi
         assert reasons == {"NotInitialized"}
     else:
         assert reasons == {"WhenEmpty", "Nominated"}
+
+
+def _replaceable(weight: int | None = None, capacity: str = "on-demand") -> list[dict[str, Any]]:
+    """A trn2 node ($40/h) running one small pod that no node left holds, and a general
+    NodePool ($2/h) whose one node is full: one new general node would hold the pod."""
+    objs = [
+        clock(),
+        karpenter_pool("trainium", budgets=[{"nodes": "100%"}], weight=weight),
+        karpenter_pool("general", budgets=[{"nodes": "100%"}]),
+        karpenter_node("trn-x", "trainium", extended={NEURON: "16"}, capacity=capacity),
+        pod("web-0", "trn-x", cpu="4"),
+        karpenter_node("gen-a", "general", cpu="16", memory="64Gi", capacity=capacity),
+        pod("batch-0", "gen-a", cpu="15", selector={"karpenter.sh/nodepool": "general"}),
+    ]
+    return objs
+
+
+PRICES = {"trainium": "40", "general": "2"}
+
+
+def test_a_cheaper_node_replaces_an_underutilized_one() -> None:
+    plan, state = plan_of(_replaceable(), PRICES)
+    doc = plan.to_dict()
+    removal = next(r for r in doc["scaleDown"] if r["node"] == "trn-x")
+    assert removal["consolidation"] == "single"
+    assert removal["replacement"] == {"node": "general-0", "pool": "general", "costPerHour": 2.0}
+    assert "$2/h instead of $40/h" in removal["reason"]
+    assert state.pods[("ml", "web-0")].spec.node_name == "general-0"
+    assert "general-0" in state.nodes and "trn-x" not in state.nodes
+
+
+def test_the_heaviest_node_pool_decides_the_replacement() -> None:
+    """The replacement's NodeClaim comes from the first NodePool by weight that holds the pods:
+    here trainium itself, no cheaper, so nothing is replaced."""
+    doc, kept = _doc_priced(_replaceable(weight=50))
+    assert "trn-x" not in _removed(doc)
+    assert kept["trn-x"]["reason"] == "Unconsolidatable"
+    assert "NodePool trainium would hold its pods but costs $40/h" in kept["trn-x"]["message"]
+
+
+def test_no_spot_node_replaces_a_spot_node() -> None:
+    doc, kept = _doc_priced(_replaceable(capacity="spot"))
+    assert "trn-x" not in _removed(doc)
+    assert "SpotToSpotConsolidation" in kept["trn-x"]["message"]
+
+
+def _doc_priced(objs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    plan, _ = plan_of(objs, PRICES)
+    doc = plan.to_dict()
+    return doc, {k["node"]: k for k in doc["scaleDownKept"]}

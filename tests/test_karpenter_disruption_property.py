@@ -50,7 +50,10 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
         ]
         policy = draw(st.sampled_from(["WhenEmpty", "WhenEmptyOrUnderutilized"]))
         after = draw(st.sampled_from(["0s", "30s", "Never"]))
-        pools[name] = {"budgets": budgets, "policy": policy, "after": after}
+        # Pools named later cost more: the first by name (no weights) is the cheapest,
+        # whose node replaces the others' (computeConsolidation takes the first that fits).
+        price = ("1", "4", "20")[p]
+        pools[name] = {"budgets": budgets, "policy": policy, "after": after, "price": price}
         objs.append(karpenter_pool(name, policy=policy, after=after, budgets=budgets))
         gpu = draw(st.booleans())
         for n in range(draw(st.integers(2, 5))):
@@ -68,7 +71,13 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
                 objs += daemon_pods(node)
             if gpu:
                 objs.append(gb200_slice(node))
+            used = 0
             for i in range(draw(st.integers(0, 3))):
+                # Some pods large enough that only an empty node holds them: a replacement.
+                cpu = draw(st.sampled_from([1, 3, 5, 12]))
+                if used + cpu > 15:  # the pods and DaemonSets fit their node to begin with
+                    break
+                used += cpu
                 name_i = f"{node}-p{i}"
                 kind = draw(st.integers(0, 9))
                 claim = None
@@ -79,7 +88,7 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
                     pod(
                         name_i,
                         node,
-                        cpu=str(draw(st.integers(1, 5))),  # 3 x 5 + DaemonSets < 16
+                        cpu=str(cpu),
                         owner=None if kind == 2 else "ReplicaSet",
                         annotations={DND: "true"} if kind == 3 else None,
                         labels={"app": f"app{kind % 2}"},
@@ -107,8 +116,17 @@ def test_no_karpenter_removal_breaks_a_rule(cluster: dict[str, Any]) -> None:
     nodes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Node"}
     pods = [o for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName")]
     blocked_pdb = next(o for o in objs if o["kind"] == "PodDisruptionBudget")
-    plan, state = plan_of(objs)
+    plan, state = plan_of(objs, {name: rules["price"] for name, rules in pools.items()})
     removals = [r for r in plan.scale_down if r.autoscaler == "karpenter"]
+    # A replacement is one new node of a Karpenter NodePool, cheaper than what it replaces.
+    replaced: dict[str, list[float]] = {}
+    for r in removals:
+        if r.replaced_by is not None:
+            replaced.setdefault(r.replaced_by[0], []).append(float(pools[r.pool]["price"]))
+    for node, before in replaced.items():
+        pool = node.rsplit("-", 1)[0]
+        assert node in state.nodes and pool in pools
+        assert float(pools[pool]["price"]) < sum(before)
     gone = {r.node for r in plan.scale_down}
     for r in plan.scale_down:
         labels = nodes[r.node]["metadata"]["labels"]

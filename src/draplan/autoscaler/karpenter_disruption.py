@@ -33,12 +33,19 @@ at the v1.14 line, the newest release the sources at hand show):
   on the pass's new nodes, by draplan's scheduler with its allocator, DRA claims included, in
   Karpenter's queue order (most CPU, then memory, first).
 
+- Replacement (`consolidation.go` computeConsolidation): where the pods do not all fit the
+  nodes left, one new node may take the rest: of the first Karpenter NodePool by weight whose
+  node holds them, below its limit, cheaper than the candidates (for several, than any of
+  them of its own instance type: `filterOutSameInstanceType`), never spot for spot
+  (SpotToSpotConsolidation is off by default). A NodePool's node here is its one template
+  (draplan's pool), where Karpenter weighs every instance type the NodePool allows: the
+  replacement is the cheapest node of the pool's one shape, not of its instance families.
+
 One pass repeats the controller's loop until no method finds a command, the nodes already
 chosen counted as being deleted, so the removals are what Karpenter disrupts while the first
-ones still drain. Not modelled, and said so: replacing nodes by one cheaper node (replace
-consolidation: a node whose pods need a new node is kept), drift and expiration, the 15 s
-validation's re-check of churn; the order among equal disruption costs and among NodePools is
-Go's map order upstream, node and pool names here; a candidate whose pods did not fit is not
+ones still drain. Not modelled: drift and expiration, the 15 s validation's re-check of
+churn; the order among equal disruption costs and among NodePools is Go's map order upstream,
+node and pool names here; a candidate whose pods did not fit is not
 tried again in a later loop (removing nodes only takes room away). What the input cannot show
 is assumed and each answer says so: a node without a NodeClaim in the input has one, and with
 no pod event in the input its consolidateAfter has passed.
@@ -58,6 +65,7 @@ from croniter import croniter
 from draplan.api.core_v1 import Node, Pod, Taint
 from draplan.api.duration import parse_duration
 from draplan.api.karpenter import (
+    CAPACITY_TYPE_LABEL,
     NODEPOOL_LABEL,
     WHEN_UNDERUTILIZED,
     Budget,
@@ -66,7 +74,7 @@ from draplan.api.karpenter import (
 )
 from draplan.autoscaler.ca import readiness
 from draplan.autoscaler.drain import Budgets
-from draplan.autoscaler.owners import KARPENTER, karpenter_nodes
+from draplan.autoscaler.owners import KARPENTER, karpenter_nodes, owner
 from draplan.autoscaler.provreq import format_time, parse_time
 from draplan.autoscaler.scaledown import (
     Index,
@@ -80,7 +88,8 @@ from draplan.autoscaler.scaledown import (
     drain_nodes,
     unusable,
 )
-from draplan.cluster.nodepools import pool_name
+from draplan.autoscaler.templates import NewNode, NodeNamer, make_node, pool_size
+from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import PodResult, Scheduler
@@ -93,6 +102,7 @@ INITIALIZED = "karpenter.sh/initialized"
 DISRUPTED = Taint(key="karpenter.sh/disrupted", effect="NoSchedule")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 MIRROR = "kubernetes.io/config.mirror"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 VALIDATION_WAIT = "15s"  # consolidation.go consolidationTTL: a command is checked again after it
 MAX_PARALLEL = 100  # multinodeconsolidation.go: the most candidates one command considers
 EMPTY, UNDERUTILIZED = "Empty", "Underutilized"
@@ -229,6 +239,16 @@ def _ago(t: timedelta) -> str:
     return f"{seconds}s"
 
 
+@dataclass(frozen=True)
+class _Replacement:
+    """One new node of `pool` in place of the candidates (price: its, before: theirs)."""
+
+    pool: str
+    node: NewNode
+    price: float
+    before: float
+
+
 @dataclass
 class _Candidate:
     name: str
@@ -242,6 +262,10 @@ class _Candidate:
     @property
     def empty(self) -> bool:
         return not self.reschedulable
+
+
+# A command: the candidates, the method that chose them, the node replacing them if any.
+_Command = tuple[list[_Candidate], str, _Replacement | None]
 
 
 @dataclass
@@ -271,6 +295,7 @@ class _Pass:
         # GangMember is draplan's rule under its own profile, as in Cluster Autoscaler's pass.
         self.gangs = {} if self.scheduler.profile.kube else find_gangs(state)
         self.removed: dict[str, int] = {}  # per NodePool, the nodes this pass deletes
+        self.launched: set[str] = set()  # replacements: never initialized within the pass
         self.nodes: dict[str, int] = {}  # per NodePool, initialized nodes (budgets' base)
         self.disrupting: dict[str, int] = {}  # per NodePool, NotReady or being deleted
 
@@ -432,7 +457,9 @@ class _Pass:
         total = rules.expire_after.total_seconds()
         return min(max((total - (self.now - created).total_seconds()) / total, 0.0), 1.0)
 
-    def drain(self, picked: Sequence[_Candidate], keep: bool) -> PodResult | str | None:
+    def drain(
+        self, picked: Sequence[_Candidate], keep: bool, spare: NewNode | None = None
+    ) -> PodResult | str | None:
         moved = sorted((p for c in picked for p in c.reschedulable), key=_queue_order)
         gone = {key_of(p) for c in picked for p in c.gone}
         return drain_nodes(
@@ -442,14 +469,71 @@ class _Pass:
             [c.name for c in picked],
             [key_of(p) for p in moved],
             gone,
-            self.needs.added,
+            self.needs.added | self.launched,
             retry=True,
             keep=keep,
+            spare=spare,
         )
 
-    def delete(self, picked: Sequence[_Candidate], method: str) -> None:
-        failed = self.drain(picked, keep=True)
+    def consolidate(self, picked: Sequence[_Candidate]) -> _Replacement | str | None:
+        """computeConsolidation: None when the pods all fit the nodes left (delete); else one
+        new node of a NodePool cheaper than the candidates (replace), or why neither."""
+        failed = self.drain(picked, keep=False)
+        if failed is None:
+            return None
+        return self.replacement(picked, _unfit(failed))
+
+    def replacement(self, picked: Sequence[_Candidate], unfit: str) -> _Replacement | str:
+        """The one new node whose room with the nodes left holds every pod of `picked`: of
+        the first Karpenter NodePool by weight (then name) that can hold them, below its node
+        limit, cheaper than the candidates together (RemoveInstanceTypeOptionsByPriceAndMinValues)
+        and, for several, than any candidate of its own instance type (filterOutSameInstanceType);
+        not spot for spot (SpotToSpotConsolidation is off by default)."""
+        state = self.state
+        nodes = [state.nodes[c.name] for c in picked]
+        prices = [price_per_hour(state, n) for n in nodes]
+        if any(p is None for p in prices):
+            return f"{unfit}; no price for it, so no cheaper replacement can be judged"
+        total = sum(p or 0.0 for p in prices)
+        pools = sorted(
+            (p for p in state.node_pools.values() if owner(state, p) == KARPENTER),
+            key=lambda p: (-p.spec.priority, p.metadata.name),
+        )
+        for pool in pools:
+            if pool_size(state, pool) >= pool.spec.max_nodes:
+                continue  # its limits allow no node more
+            if pool.spec.from_node and pool.spec.from_node not in state.nodes:
+                continue  # the node its template copies is gone: no shape to judge
+
+            name, labels = NodeNamer(state, pool).next()
+            new = make_node(state, pool, name, labels)
+            if self.drain(picked, keep=False, spare=new) is not None:
+                continue
+            price = float(pool.spec.price_per_hour)
+            kind = new.node.metadata.labels.get(INSTANCE_TYPE, "")
+            same = [p or 0.0 for n, p in zip(nodes, prices, strict=True) if _kind(n) == kind]
+            bound = min([total, *same]) if len(picked) > 1 else total
+            if price >= bound:
+                return (
+                    f"{unfit}; a node of NodePool {pool.metadata.name} would hold its pods but "
+                    f"costs ${price:g}/h, not less than ${bound:g}/h: no cheaper replacement"
+                )
+            spot = new.node.metadata.labels.get(CAPACITY_TYPE_LABEL) == "spot"
+            if spot and all(n.metadata.labels.get(CAPACITY_TYPE_LABEL) == "spot" for n in nodes):
+                return f"{unfit}; SpotToSpotConsolidation is off: no spot node replaces spot"
+            return _Replacement(pool.metadata.name, new, price, total)
+        return f"{unfit}; nor does one new node of a Karpenter NodePool hold them all"
+
+    def delete(
+        self, picked: Sequence[_Candidate], method: str, replace: _Replacement | None
+    ) -> None:
+        spare = replace.node if replace is not None else None
+        failed = self.drain(picked, keep=True, spare=spare)
         assert failed is None, "a command is applied only after its simulation succeeded"
+        swap = None
+        if replace is not None:
+            swap = (replace.node.node.metadata.name, replace.pool, replace.price)
+            self.launched.add(replace.node.node.metadata.name)
         for c in picked:
             self.removed[c.pool] = self.removed.get(c.pool, 0) + 1
             rule = EMPTY if method == EMPTINESS else UNDERUTILIZED
@@ -457,13 +541,29 @@ class _Pass:
                 what = "no pod to reschedule"
             else:
                 what = f"{len(c.reschedulable)} pod(s) fit other nodes"
+            if replace is not None:
+                what = (
+                    f"replaced by one {replace.pool} node {replace.node.node.metadata.name} "
+                    f"(${replace.price:g}/h instead of ${replace.before:g}/h), which with the "
+                    f"nodes left holds its {len(c.reschedulable)} pod(s)"
+                )
             if c.gone:
                 what += f", {len(c.gone)} DaemonSet, mirror or terminating pod(s) go with it"
             others = [o.name for o in picked if o is not c]
             together = f"; deleted together with {', '.join(others)}" if others else ""
             reason = f"{rule}, by {METHODS[method]}: {what}{together}; {c.since}"
             self.out.removals.append(
-                Removal(c.name, reason, c.pool, False, VALIDATION_WAIT, KARPENTER, rule, method)
+                Removal(
+                    c.name,
+                    reason,
+                    c.pool,
+                    False,
+                    VALIDATION_WAIT,
+                    KARPENTER,
+                    rule,
+                    method,
+                    swap,
+                )
             )
 
     def run(self, names: set[str]) -> ScaleDown:
@@ -495,8 +595,8 @@ class _Pass:
             )
             if chosen is None:
                 break
-            picked, method = chosen
-            self.delete(picked, method)
+            picked, method, replace = chosen
+            self.delete(picked, method, replace)
             gone = {c.name for c in picked}
             left = [n for n in left if n not in gone]
         self.out.kept.extend(kept)
@@ -517,7 +617,7 @@ class _Pass:
                 self.keep(c.name, "Unconsolidatable", why, c.pool)
         return self.out
 
-    def emptiness(self, candidates: list[_Candidate]) -> tuple[list[_Candidate], str] | None:
+    def emptiness(self, candidates: list[_Candidate]) -> _Command | None:
         """Emptiness.ComputeCommand: every empty candidate its pool's Empty budget allows."""
         left: dict[str, int] = {}
         picked = []
@@ -532,16 +632,16 @@ class _Pass:
                 continue  # its pods' claims cannot move
             picked.append(c)
             left[c.pool] -= 1
-        return (picked, EMPTINESS) if picked else None
+        return (picked, EMPTINESS, None) if picked else None
 
     def _underutilized(self, candidates: list[_Candidate]) -> list[_Candidate]:
         return [c for c in candidates if not c.empty and c.rules.policy == WHEN_UNDERUTILIZED]
 
-    def multi_node(self, candidates: list[_Candidate]) -> tuple[list[_Candidate], str] | None:
+    def multi_node(self, candidates: list[_Candidate]) -> _Command | None:
         """MultiNodeConsolidation: the budget-filtered candidates with pods, cheapest first,
-        the first at most 100; the longest prefix of two or more whose pods all fit
-        (firstNConsolidationOption's binary search, which assumes a longer prefix fits only if
-        a shorter one does)."""
+        the first at most 100; the longest prefix of two or more that can be deleted, or
+        replaced by one cheaper node (firstNConsolidationOption's binary search, which assumes
+        a longer prefix works only if a shorter one does)."""
         left: dict[str, int] = {}
         usable = []
         for c in self._underutilized(candidates):
@@ -558,17 +658,16 @@ class _Pass:
         while low <= high:
             mid = (low + high) // 2
             prefix = usable[: mid + 1]
-            if self.drain(prefix, keep=False) is None:
-                best, low = prefix, mid + 1
+            decision = self.consolidate(prefix)
+            if not isinstance(decision, str):
+                best, low = (prefix, MULTI, decision), mid + 1
             else:
                 high = mid - 1
-        return (best, MULTI) if best else None
+        return best
 
-    def single_node(
-        self, candidates: list[_Candidate], unfit: dict[str, str]
-    ) -> tuple[list[_Candidate], str] | None:
+    def single_node(self, candidates: list[_Candidate], unfit: dict[str, str]) -> _Command | None:
         """SingleNodeConsolidation: candidates cheapest first, NodePools interleaved; the first
-        whose pods all fit."""
+        that can be deleted, or replaced by one cheaper node."""
         by_pool: dict[str, list[_Candidate]] = {}
         for c in self._underutilized(candidates):
             by_pool.setdefault(c.pool, []).append(c)
@@ -578,10 +677,10 @@ class _Pass:
         for c in order:
             if c.name in unfit or self.budget(c.pool, UNDERUTILIZED) == 0:
                 continue
-            failed = self.drain([c], keep=False)
-            if failed is None:
-                return [c], SINGLE
-            unfit[c.name] = _unfit(failed)
+            decision = self.consolidate([c])
+            if not isinstance(decision, str):
+                return [c], SINGLE, decision
+            unfit[c.name] = decision
         return None
 
 
@@ -603,10 +702,11 @@ def _unfit(failed: PodResult | str) -> str:
         return failed
     who = "/".join(failed.key)
     message = failed.reason.message if failed.reason is not None else "no node fits it"
-    return (
-        f"pod {who} fits no other node ({message}); replacing the node with a cheaper one "
-        "(Karpenter's replace consolidation) is not modelled"
-    )
+    return f"pod {who} fits no other node ({message})"
+
+
+def _kind(node: Node) -> str:
+    return node.metadata.labels.get(INSTANCE_TYPE, "")
 
 
 def plan_karpenter_disruption(

@@ -50,6 +50,7 @@ from draplan.autoscaler.options import EXPENDABLE_CUTOFF
 from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, CONTROL_PLANE_ROLES, karpenter_nodes
 from draplan.autoscaler.scaleup import expendable
 from draplan.autoscaler.shapes import node_shape
+from draplan.autoscaler.templates import NewNode, add_new_node
 from draplan.autoscaler.utilization import scale_down_utilization
 from draplan.cluster.nodepools import node_pool, pool_name, pool_sizes
 from draplan.cluster.podresources import is_terminal
@@ -93,12 +94,16 @@ class Removal:
     autoscaler: str = CLUSTER_AUTOSCALER
     rule: str = ""
     method: str = ""
+    replaced_by: tuple[str, str, float] | None = None  # Karpenter's new node, pool, price
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"node": self.node, "autoscaler": self.autoscaler}
         if self.rule:
             out["disruptionReason"] = self.rule
             out["consolidation"] = self.method
+        if self.replaced_by is not None:
+            node, pool, price = self.replaced_by
+            out["replacement"] = {"node": node, "pool": pool, "costPerHour": round(price, 4)}
         out["reason"] = self.reason
         if self.pool:
             out["pool"] = self.pool
@@ -380,6 +385,7 @@ def drain_nodes(
     added: frozenset[str],
     retry: bool = False,
     keep: bool = True,
+    spare: NewNode | None = None,
 ) -> PodResult | str | None:
     """Remove nodes `names`, their pods `gone` with them and `moved` (in that order) placed on
     other nodes that exist (not those in `added`), by `scheduler`, claims allocated again:
@@ -387,7 +393,8 @@ def drain_nodes(
     state as it was and why: a pod's failed result, or why its claims cannot move. `retry`
     tries the pods that did not fit again while others still find places (Karpenter's
     scheduling queue, `pkg/controllers/provisioning/scheduling/queue.go`); `keep=False` only
-    asks, leaving the state as it was either way."""
+    asks, leaving the state as it was either way. `spare`: a new node added for the pods the
+    others do not hold (Karpenter's replacement), tried after them."""
     keys = {*moved, *gone}
     failed: PodResult | str | None = None
     with state.forked():
@@ -414,6 +421,14 @@ def drain_nodes(
             if not misses or not retry or len(misses) == len(left):
                 break
             left = [r.key for r in misses]
+        if misses and spare is not None:
+            add_new_node(state, spare)
+            only = [spare.node.metadata.name]
+            misses = [
+                r
+                for r in misses
+                if scheduler.schedule_pod(state, state.pods[r.key], only).node is None
+            ]
         failed = misses[0] if misses else None
         if failed is None and keep:
             state.commit()

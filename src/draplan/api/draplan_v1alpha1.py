@@ -189,7 +189,7 @@ class ScenarioSpec(KubeStruct, frozen=True):
     seed: Int64 = 42  # the synthetic mix's random seed (`--seed` overrides)
     policies: tuple[str, ...] = DEFAULT_POLICIES  # autoscaler policies (legacy, dra: pod by pod)
     autoscaler_interval_seconds: LoopSeconds = 10.0  # the autoscaler loop's period
-    scale_down_unneeded_seconds: Seconds = 600.0  # an empty node goes after this long
+    scale_down_unneeded_seconds: Seconds = 600.0  # a pool's empty node goes after this long
     horizon_seconds: PositiveSeconds | None = None  # stop here; unset: when the work is done
     workload: ScenarioWorkload = ScenarioWorkload()
 

@@ -25,10 +25,12 @@ from draplan.api.resource_v1 import ResourceClaim, ResourceClaimTemplate
 from draplan.autoscaler import Autoscaler
 from draplan.autoscaler.ca import least_waste
 from draplan.autoscaler.derived import derive_pools
+from draplan.autoscaler.drain import MIRROR, is_daemonset_pod
 from draplan.autoscaler.plan import CAChooser
+from draplan.autoscaler.scaledown import DISABLED
 from draplan.autoscaler.templates import NewNode, add_new_node
-from draplan.cluster.nodepools import POOL_LABEL
-from draplan.cluster.podresources import is_waiting
+from draplan.cluster.nodepools import node_pool
+from draplan.cluster.podresources import is_terminal, is_waiting
 from draplan.cluster.state import ClusterState, key_of
 from draplan.grpcplugin import Judge, ca_chooser
 from draplan.scheduler import Profile, Scheduler
@@ -104,6 +106,7 @@ class Simulation:
         self.now = 0.0
         self.upcoming: dict[str, tuple[NewNode, str, list[tuple[str, str]]]] = {}
         self.unneeded_since: dict[str, float] = {}
+        self.pools_of: dict[str, str] = {}  # node: its pool ("": none)
         self.ticks: set[int] = set()  # periods with a tick queued
         self.ticks_run = 0  # autoscaler passes (a benchmark shows how much idle time is skipped)
         self.dirty = True  # changed since the last scale-up plan
@@ -300,18 +303,26 @@ class Simulation:
         }
 
     def _scale_down(self, pending: list[Pod] | None) -> None:
-        """Remove nodes idle for long enough; `pending` as _pending() gives it (None: not
-        read yet; planning in a fork leaves the pods as they were)."""
-        nodes = self.state.nodes
-        pooled = {
-            name: node.metadata.labels[POOL_LABEL]
-            for name, node in sorted(nodes.items())
-            if POOL_LABEL in node.metadata.labels
-        }
+        """Remove the nodes of the autoscaled pools, the dump's own included, idle for long
+        enough; `pending` as _pending() gives it (None: not read yet; planning in a fork
+        leaves the pods as they were). Idle is Cluster Autoscaler's empty node
+        (simulator/utilization: DaemonSet and mirror pods do not count; they go with the
+        node), never one annotated scale-down-disabled, never below the pool's min size."""
+        state = self.state
+        pooled = {n: group for n in sorted(state.nodes.keys()) if (group := self._pool_of(n))}
         if not pooled:
             return
-        used = {p.spec.node_name for p in self.state.pods.values() if p.spec.node_name}
-        idle = [name for name in pooled if name not in used]
+        used = {
+            p.spec.node_name
+            for p in state.pods.values()
+            if p.spec.node_name and not _goes_with_node(p)
+        }
+        nodes = state.nodes
+        idle = [
+            name
+            for name in pooled
+            if name not in used and nodes[name].metadata.annotations.get(DISABLED) != "true"
+        ]
         for name in set(self.unneeded_since) - set(idle):
             del self.unneeded_since[name]
         if not idle:
@@ -323,15 +334,33 @@ class Simulation:
             if pool_name in wanted:
                 self.unneeded_since.pop(name, None)
                 continue
-            since = self.unneeded_since.setdefault(name, self.now)
-            pool = self.state.node_pools.get(pool_name)
+            pool = state.node_pools.get(pool_name)
             if pool is not None and members[pool_name] <= pool.spec.min_nodes:
+                # Not unneeded but unremovable (CA's NodeGroupMinSizeReached): no clock runs.
+                self.unneeded_since.pop(name, None)
                 continue
+            since = self.unneeded_since.setdefault(name, self.now)
             if self.now - since >= self.config.scale_down_unneeded:
-                self.state.remove_node(name)
+                for pod in state.pods_on(name):
+                    state.remove_pod(key_of(pod))  # evicted with the node
+                state.remove_node(name)
                 members[pool_name] -= 1
                 self.unneeded_since.pop(name)
                 self.rec.node_removed(name, self.now)
+
+    def _pool_of(self, name: str) -> str:
+        """The pool of node `name` ("": none), found once: what places a node in a pool (its
+        labels, a pool copying it) stays while it lives."""
+        got = self.pools_of.get(name)
+        if got is None:
+            pool = node_pool(self.state, self.state.nodes[name])
+            got = self.pools_of[name] = pool.metadata.name if pool is not None else ""
+        return got
+
+
+def _goes_with_node(pod: Pod) -> bool:
+    """A DaemonSet or mirror pod, or one done: it keeps no node from being empty."""
+    return is_daemonset_pod(pod) or MIRROR in pod.metadata.annotations or is_terminal(pod)
 
 
 def simulate(

@@ -23,6 +23,7 @@ from draplan.cluster.devices import device_views
 from draplan.cluster.state import ClusterState
 from draplan.serve.series import SeriesMemo, cluster_series
 from generated_clusters import TAINT, KeptObjects, generate, variant_universe
+from rules_clusters import cluster as rules_cluster
 
 metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
 memo_module = importlib.import_module("draplan.audit.metrics_memo")
@@ -143,3 +144,62 @@ def test_devices_alike_share_a_signature_unless_a_read_is_ambiguous() -> None:
     both = {**view.device.attributes, "gpu.example.com/model": view.device.attributes["model"]}
     twin = dataclasses.replace(view, device=msgspec.structs.replace(view.device, attributes=both))
     assert signature(twin, by_model) is None
+
+
+def _pod_claim_variants(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A pod that ends or waits again, a claim freed, a claim template asking one more."""
+    out = [doc]
+    if doc["kind"] == "Pod":
+        done = copy.deepcopy(doc)
+        done["status"] = {**done.get("status", {}), "phase": "Succeeded"}
+        waiting = copy.deepcopy(doc)
+        waiting["spec"].pop("nodeName", None)
+        out += [done, waiting]
+    elif doc["kind"] == "ResourceClaim" and "status" in doc:
+        freed = copy.deepcopy(doc)
+        freed.pop("status")
+        out.append(freed)
+    elif doc["kind"] == "ResourceClaimTemplate":
+        more = copy.deepcopy(doc)
+        for request in more["spec"]["spec"]["devices"]["requests"]:
+            if "exactly" in request:
+                request["exactly"]["count"] = request["exactly"].get("count", 1) + 1
+        out.append(more)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 60),
+    changes=st.lists(
+        st.tuples(
+            st.sampled_from(("put", "put", "delete")), st.integers(0, 999), st.integers(0, 2)
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+)
+def test_kept_pod_shapes_follow_pod_and_claim_changes_on_mixed_vendors(
+    seed: int, changes: list[tuple[str, int, int]]
+) -> None:
+    """H100, Gaudi3 and TPU hosts, control-plane and system nodes, DaemonSet pods: after each
+    pod, claim or claim template change, the kept memo's pod shapes (read only for what the
+    object log names) and metrics document equal a fresh state's."""
+    docs = rules_cluster(seed)
+    kept = KeptObjects([decode(d) for d in docs], "src")
+    changing = [
+        [decode(v) for v in _pod_claim_variants(d)]
+        for d in docs
+        if d["kind"] in ("Pod", "ResourceClaim", "ResourceClaimTemplate")
+    ]
+    memo = MetricsMemo()
+    _documents(kept.inc.flush(), memo, None)
+    classes = memo._shape_classes
+    for action, i, v in changes:
+        variants = changing[i % len(changing)]
+        kept.change(action, variants[v % len(variants)])
+        state, fresh = kept.inc.flush(), kept.fresh()
+        counts, pending = memo.shapes(state, classes)
+        fresh_counts, fresh_pending = MetricsMemo().shapes(fresh, classes)
+        assert counts == fresh_counts and set(pending) == set(fresh_pending)
+        assert _documents(state, memo, None) == _documents(fresh, None, None)

@@ -4,6 +4,7 @@ taken in fixed chunks so that a kept measure equals a fresh one to the last bit.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -27,6 +28,7 @@ from draplan.cel import CelError, Selector, compile_selector
 from draplan.cel.reads import Read
 from draplan.cluster.accelerators import Accelerator, pool_accelerators
 from draplan.cluster.devices import DeviceView, Pool
+from draplan.cluster.objectlog import POD, TEMPLATE, ObjectLog
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
@@ -110,6 +112,14 @@ class MetricsMemo:
         self._shape_classes: Collection[str] = ()
         self._shapes: dict[ObjectKey, tuple[Pod, tuple[object, ...] | None, RequestShape | None]]
         self._shapes = {}
+        # The pods' shapes counted (all, and the pending pods'), the pods naming each claim,
+        # those whose PodGroup may share claims, and where the object log was read up to.
+        self._counts: Counter[RequestShape] = Counter()
+        self._pending: Counter[RequestShape] = Counter()
+        self._claim_pods: dict[ObjectKey, set[ObjectKey]] = {}
+        self._grouped_pods: set[ObjectKey] = set()
+        self._log: ObjectLog | None = None
+        self._cursor: int | None = None
         # What each node, resource pool and node's stranded GPUs added at the last measure.
         self.node_parts: dict[str, NodePart] = {}
         self.pool_parts: dict[Pool, PoolPart] = {}
@@ -184,32 +194,99 @@ class MetricsMemo:
 
     def shapes(
         self, state: ClusterState, classes: Collection[str]
-    ) -> tuple[list[RequestShape], set[RequestShape]]:
-        """The shapes over `classes` of the running and pending pods, and the pending ones'
-        (`workload_shapes`); a pod's kept while it and its claims stay the same."""
-        kept, self._shapes = self._shapes, {}
-        if classes != self._shape_classes:
-            kept, self._shape_classes = {}, classes
-        shapes: list[RequestShape] = []
-        pending: set[RequestShape] = set()
-        for key, pod in state.pods.items():
-            if is_terminal(pod) or not pod.spec.resource_claims:
-                continue
-            sources = claim_sources(state, pod)
-            seen = kept.get(key)
-            if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
-                shape = seen[2]
+    ) -> tuple[Counter[RequestShape], Collection[RequestShape]]:
+        """How many running and pending pods have each shape over `classes`, and the pending
+        ones' shapes (`workload_shapes`). A pod's shape is kept while it and its claims stay the
+        same; on a state whose object log names what changed, only the pods changed, or whose
+        claims changed, since the last call are looked at again."""
+        changed = self._changed(state, classes)
+        if changed is None:
+            self._count_all(state, classes)
+        else:
+            for key in changed:
+                self._recount(state, key, classes)
+        log = state.object_log
+        # A fork's pods are not in the log: after a pass there, the next one counts all.
+        self._log = log
+        self._cursor = log.end if log is not None and state.pods.depth == 1 else None
+        return self._counts, self._pending.keys()
+
+    def _changed(self, state: ClusterState, classes: Collection[str]) -> set[ObjectKey] | None:
+        """The pods whose shape may have changed since the last call; None: any may have."""
+        log = state.object_log
+        if (
+            log is None
+            or log is not self._log
+            or self._cursor is None
+            or classes != self._shape_classes
+            or state.pods.depth != 1
+        ):
+            return None
+        entries = log.since(self._cursor)
+        if entries is None or any(kind == TEMPLATE for kind, _ in entries):
+            return None
+        out = set(self._grouped_pods)
+        for kind, key in entries:
+            if kind == POD:
+                out.add(key)
             else:
-                try:
-                    shape = pod_shape(pod, pod_claims(state, pod), classes, state.features)
-                except ClaimNotFound:
-                    shape = None
-            self._shapes[key] = (pod, sources, shape)
+                out.update(self._claim_pods.get(key, ()))
+        return out
+
+    def _count_all(self, state: ClusterState, classes: Collection[str]) -> None:
+        kept = self._shapes if classes == self._shape_classes else {}
+        self._shape_classes = classes
+        self._shapes, self._claim_pods, self._grouped_pods = {}, {}, set()
+        self._counts, self._pending = Counter(), Counter()
+        for key, pod in state.pods.items():
+            self._add_pod(state, key, pod, classes, kept.get(key))
+
+    def _recount(self, state: ClusterState, key: ObjectKey, classes: Collection[str]) -> None:
+        seen = self._shapes.pop(key, None)
+        if seen is not None:
+            old, _, shape = seen
+            for name in _claim_names(old):
+                pods = self._claim_pods.get(name)
+                if pods is not None:
+                    pods.discard(key)
+                    if not pods:
+                        del self._claim_pods[name]
+            self._grouped_pods.discard(key)
             if shape is not None:
-                shapes.append(shape)
-                if not pod.spec.node_name:
-                    pending.add(shape)
-        return shapes, pending
+                _take(self._counts, shape)
+                if not old.spec.node_name:
+                    _take(self._pending, shape)
+        pod = state.pods.get(key)
+        if pod is not None:
+            self._add_pod(state, key, pod, classes, seen)
+
+    def _add_pod(
+        self,
+        state: ClusterState,
+        key: ObjectKey,
+        pod: Pod,
+        classes: Collection[str],
+        seen: tuple[Pod, tuple[object, ...] | None, RequestShape | None] | None,
+    ) -> None:
+        if is_terminal(pod) or not pod.spec.resource_claims:
+            return
+        sources = claim_sources(state, pod)
+        if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
+            shape = seen[2]
+        else:
+            try:
+                shape = pod_shape(pod, pod_claims(state, pod), classes, state.features)
+            except ClaimNotFound:
+                shape = None
+        self._shapes[key] = (pod, sources, shape)
+        for name in _claim_names(pod):
+            self._claim_pods.setdefault(name, set()).add(key)
+        if sources is None:
+            self._grouped_pods.add(key)  # its PodGroup's claims: looked at every time
+        if shape is not None:
+            self._counts[shape] += 1
+            if not pod.spec.node_name:
+                self._pending[shape] += 1
 
     def sum(self, parts: list[Tally]) -> tuple[Tally, dict[str, Any]]:
         """A scope's tally and its document, kept while its parts are the same objects (and
@@ -262,6 +339,21 @@ class Recent(Generic[K, V]):
     def turn(self) -> None:
         """A measure is done: what it did not use goes at the end of the next one."""
         self.last, self.now = self.now, {}
+
+
+def _take(counts: Counter[RequestShape], shape: RequestShape) -> None:
+    counts[shape] -= 1
+    if not counts[shape]:
+        del counts[shape]
+
+
+def _claim_names(pod: Pod) -> list[ObjectKey]:
+    """The claims `claim_sources` may read for the pod: those it names or that were made
+    for it."""
+    ns = pod.metadata.namespace
+    names = [r.resource_claim_name for r in pod.spec.resource_claims]
+    names += [s.resource_claim_name for s in pod.status.resource_claim_statuses]
+    return [(ns, name) for name in names if name]
 
 
 def claim_sources(state: ClusterState, pod: Pod) -> tuple[object, ...] | None:

@@ -116,10 +116,12 @@ def pod_shape(
 
 
 def typical(
-    shapes: Iterable[RequestShape], pending: Collection[RequestShape] = ()
+    shapes: Iterable[RequestShape] | Mapping[RequestShape, int],
+    pending: Collection[RequestShape] = (),
 ) -> list[tuple[RequestShape, float]]:
     """FGD's typical shapes (the most common, one per pod, until they cover 95 % of the pods)
-    and every `pending` shape, weighted by their share of those pods."""
+    and every `pending` shape, weighted by their share of those pods; `shapes` one per pod,
+    or how many pods have each."""
     counts = Counter(shapes)
     chosen = {s for s, _ in popular(counts, POPULARITY_THRESHOLD, lambda s: s)} | set(pending)
     total = sum(counts[s] for s in chosen)

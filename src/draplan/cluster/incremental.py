@@ -25,9 +25,11 @@ from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceTaintRule,
     ResourceClaim,
+    ResourceClaimTemplate,
     ResourceSlice,
 )
 from draplan.cluster.devices import PoolID
+from draplan.cluster.objectlog import CLAIM, POD, TEMPLATE, ObjectLog
 from draplan.cluster.state import ClusterState, ObjectKey, OriginKey, key_of, origin_key
 
 
@@ -75,6 +77,7 @@ class IncrementalState:
     ) -> None:
         items = list(objects)
         self.state = ClusterState.from_objects(items, features)
+        self.log = self.state.object_log = ObjectLog()
         self._seq = itertools.count()
         self._slice_seq: dict[str, int] = {}
         self._pool_slices: dict[PoolID, set[str]] = {}
@@ -110,6 +113,7 @@ class IncrementalState:
         state = self.state
         state.origin[origin_key(obj)] = source
         key = key_of(obj)
+        self._logged(obj, key)
         if isinstance(obj, Node):
             state.add_node(obj)
         elif isinstance(obj, Pod):
@@ -137,6 +141,7 @@ class IncrementalState:
         state = self.state
         state.origin.pop(origin_key(obj), None)
         key = key_of(obj)
+        self._logged(obj, key)
         if isinstance(obj, Node):
             state.delete_node(key[1])
         elif isinstance(obj, Pod):
@@ -154,6 +159,14 @@ class IncrementalState:
                 self._plain_changed(obj)
         elif self._others.pop(origin_key(obj), None) is not None:
             self._others_dirty = True
+
+    def _logged(self, obj: KubeStruct, key: ObjectKey) -> None:
+        if isinstance(obj, Pod):
+            self.log.add(POD, key)
+        elif isinstance(obj, ResourceClaim):
+            self.log.add(CLAIM, key)
+        elif isinstance(obj, ResourceClaimTemplate):
+            self.log.add(TEMPLATE, key)
 
     def _plain_changed(self, obj: KubeStruct) -> None:
         """What a changed taint rule, device class or selecting object invalidates: the

@@ -50,6 +50,7 @@ from draplan.cluster.devices import (
 )
 from draplan.cluster.layered import LayeredDict, VersionedDict
 from draplan.cluster.nodeselector import selector_matches, term_matches
+from draplan.cluster.objectlog import ObjectLog
 from draplan.cluster.podlabels import PodLabels
 from draplan.cluster.podresources import (
     Resources,
@@ -277,6 +278,9 @@ class ClusterState:
         # keep per-node results keyed by version and re-check only logged nodes. "*" = all.
         self.node_version: LayeredDict[str, int] = LayeredDict()
         self.change_log: list[str] = []
+        # The pods, claims and claim templates changed since, on a state `cluster.incremental`
+        # keeps (None on others): changes in a fork are not in it.
+        self.object_log: ObjectLog | None = None
         # Per scheduler profile, kube-scheduler's nextStartNodeIndex: where the next cycle
         # starts looking for feasible nodes. Kept with the state, so a fork's trial cycles
         # leave it as it was once reverted.

@@ -1,0 +1,39 @@
+"""Which pods, claims and claim templates changed, in order: what `cluster.incremental` applies
+to a state it keeps, for readers that keep per-object results between passes over that state
+(the metrics' pod shapes) and visit only what changed since their last pass."""
+
+from __future__ import annotations
+
+ObjectKey = tuple[str, str]  # (namespace, name), as cluster.state names it
+
+POD = "Pod"
+CLAIM = "ResourceClaim"
+TEMPLATE = "ResourceClaimTemplate"
+LIMIT = 1 << 16  # entries kept; past it the older half goes
+
+
+class ObjectLog:
+    """(kind, key) of every object put or deleted, in order. A reader keeps `end` as its
+    cursor and asks `since(cursor)`; a cursor older than what is kept gets None (read
+    everything again), so the log stays bounded however rarely it is read."""
+
+    def __init__(self) -> None:
+        self._start = 0
+        self._entries: list[tuple[str, ObjectKey]] = []
+
+    def add(self, kind: str, key: ObjectKey) -> None:
+        self._entries.append((kind, key))
+        if len(self._entries) > LIMIT:
+            half = len(self._entries) // 2
+            del self._entries[:half]
+            self._start += half
+
+    @property
+    def end(self) -> int:
+        return self._start + len(self._entries)
+
+    def since(self, cursor: int) -> list[tuple[str, ObjectKey]] | None:
+        """What changed from `cursor` on (None: not kept any more)."""
+        if cursor < self._start:
+            return None
+        return self._entries[cursor - self._start :]

@@ -142,6 +142,14 @@ def test_a_scheduled_budget_limits_only_while_active() -> None:
     assert set(_removed(_doc(trainium(budgets=inactive))[0])) == {"trn-a", "trn-b", "trn-c"}
 
 
+def test_a_schedule_cron_cannot_read_fails_closed() -> None:
+    """The CRD's pattern admits five words; one cron cannot parse blocks every disruption."""
+    budgets = [{"nodes": "100%", "schedule": "every day at nine am", "duration": "1h"}]
+    doc, kept = _doc(trainium(budgets=budgets))
+    assert _removed(doc) == []
+    assert kept["trn-a"]["reason"] == "DisruptionBudget"
+
+
 def test_when_empty_pool_beside_an_underutilized_one() -> None:
     """consolidationPolicy WhenEmpty: emptiness only; the light node keeps its pod."""
     objs = trainium(budgets=[{"nodes": "100%"}], policy="WhenEmpty")

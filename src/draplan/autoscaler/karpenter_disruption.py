@@ -73,7 +73,7 @@ from draplan.api.karpenter import (
     NodeClaim,
 )
 from draplan.autoscaler.ca import readiness
-from draplan.autoscaler.drain import Budgets
+from draplan.autoscaler.drain import MIRROR, Budgets
 from draplan.autoscaler.owners import KARPENTER, karpenter_nodes, owner
 from draplan.autoscaler.provreq import format_time, parse_time
 from draplan.autoscaler.scaledown import (
@@ -101,7 +101,6 @@ INITIALIZED = "karpenter.sh/initialized"
 # v1.DisruptedNoScheduleTaint: on a node Karpenter is disrupting.
 DISRUPTED = Taint(key="karpenter.sh/disrupted", effect="NoSchedule")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-MIRROR = "kubernetes.io/config.mirror"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 VALIDATION_WAIT = "15s"  # consolidation.go consolidationTTL: a command is checked again after it
 MAX_PARALLEL = 100  # multinodeconsolidation.go: the most candidates one command considers
@@ -151,6 +150,8 @@ def budget_allows(budget: Budget, nodes: int, now: datetime) -> int:
     """Budget.GetAllowedDisruptions: unbounded while its schedule is inactive; a percentage
     of `nodes` is rounded up (intstr.GetScaledValueFromIntOrPercent)."""
     if budget.schedule:
+        if not croniter.is_valid(budget.schedule):
+            return 0  # a schedule cron cannot read: the budget fails closed, as upstream's
         window = timedelta(seconds=parse_duration(budget.duration))
         # IsActive: the schedule's first hit after now - duration is not after now.
         hit = croniter(budget.schedule, now - window).get_next(datetime)

@@ -231,8 +231,6 @@ class _Pass:
         pool = node_pool(state, node)
         if pool is None:
             return "NotAutoscaled", "not in a node group Cluster Autoscaler manages"
-        if not managed(state, pool):
-            return "NotAutoscaled", "in a Karpenter NodePool: Cluster Autoscaler does not manage it"
         if any(t.key == TO_BE_DELETED for t in node.spec.taints):
             return "CurrentlyBeingDeleted", "Cluster Autoscaler is deleting it"
         if node.metadata.annotations.get(DISABLED) == "true":

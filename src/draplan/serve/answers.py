@@ -119,8 +119,8 @@ class Auditor:
     def audit(
         self, state: ClusterState, generation: int, lock: threading.Lock | None = None
     ) -> Answers:
-        """The answers for `state`; each step holds `lock` (another reader of the state, the
-        gRPC expander, then waits for one step, not for the whole audit)."""
+        """The answers for `state`; each step holds `lock` (another user of the state then
+        waits for one step, not for the whole audit), after a reader of `audited` is done."""
         # An audit allocates many containers, most kept until the next audit: the cyclic
         # collector's full passes over the model's heap during it (half a second of five at
         # 5,000 nodes) find little to free. It runs between audits instead.

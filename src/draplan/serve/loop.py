@@ -54,7 +54,8 @@ class AuditLoop:
         """The state the answers were made on; read or fork it only under `state_lock`."""
         self.state_lock = threading.Lock()
         """Held while the audit thread syncs and during each step of an audit, so another
-        reader (the gRPC expander) never sees the state mid-change and waits one step at most."""
+        reader or writer of the state (a test's) never meets it mid-change and waits one step
+        at most; the gRPC expander reads `serve.audited`'s state instead, never waiting."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="draplan-audit", daemon=True)
         self._cycle = Histogram(

@@ -70,6 +70,12 @@ def test_kueue_trainers_preempt_one_by_one_and_nothing_is_added_for_them(run_cli
     table = run_cli("scale", "-f", CLUSTER).out.splitlines()
     rows = [line.split(None, 2) for line in table if " llama-sft-" in line]
     assert len(rows) == 2 and all(r[2].startswith("nominated to ip-10-20-8-") for r in rows)
+    # The nodes they wait on, emptied of their victims, are no removal for Karpenter (its
+    # Trainium nodes are initialized): a pending pod is nominated there.
+    assert not scale["scaleDown"]
+    kept = {k["node"]: k for k in scale["scaleDownKept"]}
+    for node in nominated:
+        assert (kept[node]["autoscaler"], kept[node]["reason"]) == ("karpenter", "Nominated")
 
 
 def test_draplans_gang_policy_fills_the_pool_and_names_its_limit(run_cli: Any) -> None:

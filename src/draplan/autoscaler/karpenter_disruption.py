@@ -361,7 +361,11 @@ class _Pass:
         if self.deleting(node):
             return kept("MarkedForDeletion", "node is deleting or marked for deletion")
         if name in self.needs.used:
-            return kept("Nominated", "node is nominated for a pending pod (this pass places one)")
+            return kept(
+                "Nominated",
+                "node is nominated for a pending pod (this pass places one, or it waits "
+                "there for its victims)",
+            )
         if node.metadata.annotations.get(DO_NOT_DISRUPT) == "true":
             return kept("DoNotDisrupt", f'node annotated {DO_NOT_DISRUPT}: "true"')
         rules = self.pools.get(pool)

@@ -461,6 +461,10 @@ class Autoscaler:
         used: set[str] = set()  # existing nodes this pass's pending pods were placed on
         for key in originals:
             pod = state.pods.get(key)
+            if pod is not None and not pod.spec.node_name and pod.status.nominated_node_name:
+                # It waits there for its victims (kube-scheduler's nomination): the node is
+                # as good as used, by either autoscaler's scale-down.
+                used.add(pod.status.nominated_node_name)
             if pod is None or not pod.spec.node_name:
                 continue
             if pod.spec.node_name in new_nodes:

@@ -237,7 +237,7 @@ class _Pass:
             return "ScaleDownDisabledAnnotation", f'annotated {DISABLED}: "true"'
         group = pool.metadata.name
         if name in self.needs.used:
-            return "UsedByPendingPods", "this pass's pending pods are placed on it"
+            return "UsedByPendingPods", "this pass's pending pods are placed or nominated on it"
         if group in self.added_pools or (
             self.added_shapes and any(node_shape(state, node).matches(s) for s in self.added_shapes)
         ):

@@ -148,6 +148,7 @@ TRN2 = [
             "karpenter.sh/nodepool": "trainium",
             "karpenter.sh/capacity-type": "reserved",
             "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true",
             "karpenter.k8s.aws/ec2nodeclass": "trainium",
             "node.kubernetes.io/instance-type": "trn2.48xlarge",
             ZONE: "us-east-2b",

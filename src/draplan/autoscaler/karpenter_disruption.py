@@ -73,6 +73,7 @@ from draplan.api.karpenter import (
     NodeClaim,
 )
 from draplan.autoscaler.ca import readiness
+from draplan.autoscaler.derived import INSTANCE_TYPE
 from draplan.autoscaler.drain import MIRROR, Budgets
 from draplan.autoscaler.owners import KARPENTER, karpenter_nodes, owner
 from draplan.autoscaler.provreq import format_time, parse_time
@@ -89,8 +90,8 @@ from draplan.autoscaler.scaledown import (
     unusable,
 )
 from draplan.autoscaler.templates import NewNode, NodeNamer, make_node, pool_size
-from draplan.cluster.nodepools import pool_name, price_per_hour
-from draplan.cluster.podresources import pod_requests
+from draplan.cluster.nodepools import pool_name, pool_sizes, price_per_hour
+from draplan.cluster.podresources import is_terminal, pod_requests
 from draplan.cluster.state import ClusterState, key_of
 from draplan.scheduler import PodResult, Scheduler
 from draplan.scheduler.gangs import find_gangs
@@ -101,7 +102,6 @@ INITIALIZED = "karpenter.sh/initialized"
 # v1.DisruptedNoScheduleTaint: on a node Karpenter is disrupting.
 DISRUPTED = Taint(key="karpenter.sh/disrupted", effect="NoSchedule")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 VALIDATION_WAIT = "15s"  # consolidation.go consolidationTTL: a command is checked again after it
 MAX_PARALLEL = 100  # multinodeconsolidation.go: the most candidates one command considers
 EMPTY, UNDERUTILIZED = "Empty", "Underutilized"
@@ -190,7 +190,7 @@ def is_mirror(pod: Pod) -> bool:
 
 
 def is_active(pod: Pod) -> bool:
-    return pod.status.phase not in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp
+    return not is_terminal(pod) and not pod.metadata.deletion_timestamp
 
 
 def is_reschedulable(pod: Pod) -> bool:
@@ -297,6 +297,14 @@ class _Pass:
         self.gangs = {} if self.scheduler.profile.kube else find_gangs(state)
         self.removed: dict[str, int] = {}  # per NodePool, the nodes this pass deletes
         self.launched: set[str] = set()  # replacements: never initialized within the pass
+        # Replacement candidates, by weight then name; their sizes and one spare node each,
+        # kept until a command changes the state.
+        self.karpenter_pools = sorted(
+            (p for p in state.node_pools.values() if owner(state, p) == KARPENTER),
+            key=lambda p: (-p.spec.priority, p.metadata.name),
+        )
+        self._sizes: dict[str, int] | None = None
+        self._spares: dict[str, NewNode] = {}
         self.nodes: dict[str, int] = {}  # per NodePool, initialized nodes (budgets' base)
         self.disrupting: dict[str, int] = {}  # per NodePool, NotReady or being deleted
 
@@ -500,22 +508,21 @@ class _Pass:
         if any(p is None for p in prices):
             return f"{unfit}; no price for it, so no cheaper replacement can be judged"
         total = sum(p or 0.0 for p in prices)
-        pools = sorted(
-            (p for p in state.node_pools.values() if owner(state, p) == KARPENTER),
-            key=lambda p: (-p.spec.priority, p.metadata.name),
-        )
-        for pool in pools:
-            if pool_size(state, pool) >= pool.spec.max_nodes:
+        if self._sizes is None:
+            self._sizes = pool_sizes(state)
+        for pool in self.karpenter_pools:
+            if pool_size(state, pool, self._sizes) >= pool.spec.max_nodes:
                 continue  # its limits allow no node more
             if pool.spec.from_node and pool.spec.from_node not in state.nodes:
                 continue  # the node its template copies is gone: no shape to judge
-
-            name, labels = NodeNamer(state, pool).next()
-            new = make_node(state, pool, name, labels)
+            new = self._spares.get(pool.metadata.name)
+            if new is None:
+                name, labels = NodeNamer(state, pool).next()
+                new = self._spares[pool.metadata.name] = make_node(state, pool, name, labels)
             if self.drain(picked, keep=False, spare=new) is not None:
                 continue
             price = float(pool.spec.price_per_hour)
-            kind = new.node.metadata.labels.get(INSTANCE_TYPE, "")
+            kind = _kind(new.node)
             same = [p or 0.0 for n, p in zip(nodes, prices, strict=True) if _kind(n) == kind]
             bound = min([total, *same]) if len(picked) > 1 else total
             if price >= bound:
@@ -534,14 +541,15 @@ class _Pass:
     ) -> None:
         spare = replace.node if replace is not None else None
         failed = self.drain(picked, keep=True, spare=spare)
+        self._sizes, self._spares = None, {}
         assert failed is None, "a command is applied only after its simulation succeeded"
         swap = None
         if replace is not None:
             swap = (replace.node.node.metadata.name, replace.pool, replace.price)
             self.launched.add(replace.node.node.metadata.name)
+        rule = EMPTY if method == EMPTINESS else UNDERUTILIZED
         for c in picked:
             self.removed[c.pool] = self.removed.get(c.pool, 0) + 1
-            rule = EMPTY if method == EMPTINESS else UNDERUTILIZED
             if c.empty:
                 what = "no pod to reschedule"
             else:
@@ -720,9 +728,12 @@ def plan_karpenter_disruption(
     now: datetime,
     needs: Needs | None = None,
     memo: ScaleDownMemo | None = None,
+    names: set[str] | None = None,
 ) -> ScaleDown:
     """The nodes Karpenter's consolidation deletes at `now`, and every other node it owns
-    with what keeps it; deletions are kept in `state`."""
+    (`names`: `owners.karpenter_nodes`, if the caller has it) with what keeps it; deletions
+    are kept in `state`."""
     memo = (memo or ScaleDownMemo()).of(state)
-    names = karpenter_nodes(state)
+    if names is None:
+        names = karpenter_nodes(state)
     return _Pass(state, scheduler, now, needs or Needs(), memo).run(names)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.karpenter import NODEPOOL_LABEL, KarpenterNodePool
 from draplan.autoscaler.derived import KARPENTER_NODEPOOL, LABEL, Origin, origin
@@ -50,6 +51,10 @@ def owner(state: ClusterState, pool: NodePool) -> str:
     return KARPENTER if NODEPOOL_LABEL in template_labels(state, pool) else CLUSTER_AUTOSCALER
 
 
+def is_control_plane(node: Node) -> bool:
+    return any(role in node.metadata.labels for role in CONTROL_PLANE_ROLES)
+
+
 def karpenter_nodes(state: ClusterState) -> set[str]:
     """The nodes Karpenter owns: those of its pools, and those labelled `karpenter.sh/nodepool`
     that no pool claims; never a control-plane node."""
@@ -57,7 +62,7 @@ def karpenter_nodes(state: ClusterState) -> set[str]:
     out = set()
     for name, node in state.nodes.items():
         labels = node.metadata.labels
-        if any(role in labels for role in CONTROL_PLANE_ROLES):
+        if is_control_plane(node):
             continue
         pool = node_pool(state, node)
         if pool is None:

@@ -4,7 +4,7 @@ judged by the real scheduler), scale-down, and why each pod still pends."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +12,6 @@ from typing import Any
 from draplan.api.autoscaling import BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ProvisioningRequest
 from draplan.api.codec import to_builtins
 from draplan.api.core_v1 import Pod
-from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.meta import Condition
 from draplan.autoscaler.alternatives import MoveOption, make, move_options
 from draplan.autoscaler.ca import CAOption, ca_options, ca_scheduler
@@ -21,6 +20,7 @@ from draplan.autoscaler.expanders import choose
 from draplan.autoscaler.karpenter_disruption import plan_karpenter_disruption
 from draplan.autoscaler.legacy import lossy_state
 from draplan.autoscaler.options import DEFAULT_EXPANDERS, Limits, Option
+from draplan.autoscaler.owners import karpenter_nodes
 from draplan.autoscaler.provreq import (
     EXPIRY,
     booking_state,
@@ -47,7 +47,8 @@ from draplan.autoscaler.scaleup import (
     pool_limit,
     scaled_for,
 )
-from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_members
+from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_size
+from draplan.cluster.nodepools import pool_sizes
 from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
@@ -462,8 +463,10 @@ class Autoscaler:
         for key in originals:
             pod = state.pods.get(key)
             if pod is not None and not pod.spec.node_name and pod.status.nominated_node_name:
-                # It waits there for its victims (kube-scheduler's nomination): the node is
-                # as good as used, by either autoscaler's scale-down.
+                # It waits there for its victims (kube-scheduler's nomination) and binds once
+                # they are gone: draplan counts the node used for both scale-downs (its own
+                # UsedByPendingPods rule; Karpenter would also see the victims' deletion as a
+                # pod event, restarting consolidateAfter: nodeclaim/disruption/consolidation.go).
                 used.add(pod.status.nominated_node_name)
             if pod is None or not pod.spec.node_name:
                 continue
@@ -490,13 +493,12 @@ class Autoscaler:
             unplanned = [p for p in self.unplanned if not expendable(state, p, cutoff)]
             pending = [*scaled_for(state, cutoff), *unplanned]
             needs = Needs(frozenset(new_nodes), frozenset(used), pending, cutoff)
-            down = plan_scale_down(
-                state, self.scheduler, now, needs, self.scale_down_memo, self.scale_down_options
-            )
-            # Karpenter's nodes: its consolidation, on what Cluster Autoscaler's removals leave.
-            karpenter = plan_karpenter_disruption(
-                state, self.scheduler, now, needs, self.scale_down_memo
-            )
+            # Karpenter's nodes: its consolidation, on what Cluster Autoscaler's removals
+            # leave (which are never Karpenter's, so the set holds for both passes).
+            owned = karpenter_nodes(state)
+            memo, options = self.scale_down_memo, self.scale_down_options
+            down = plan_scale_down(state, self.scheduler, now, needs, memo, options, owned)
+            karpenter = plan_karpenter_disruption(state, self.scheduler, now, needs, memo, owned)
             plan.scale_down = down.removals + karpenter.removals
             plan.kept = down.kept + karpenter.kept
         return plan
@@ -534,7 +536,7 @@ class Autoscaler:
         pending = pending_pods(state)
         judged = self._judged(state, pending, new_nodes)
         planner = self.planner(state)  # for what the pools could do, one for every pod
-        sizes = _PoolSizes(state)
+        sizes = pool_sizes(state)
         out = []
         for pod in pending:
             key = key_of(pod)
@@ -592,23 +594,12 @@ def _unscaled(state: ClusterState, pod: Pod, limits: Limits) -> str:
     return ""
 
 
-class _PoolSizes(dict[str, int]):
-    """Each pool's existing nodes (`pool_members`), counted when first asked: one walk over
-    the nodes per pool, not per pod."""
-
-    def __init__(self, state: ClusterState) -> None:
-        super().__init__()
-        self._state = state
-
-    def of(self, pool: NodePool) -> int:
-        name = pool.metadata.name
-        if name not in self:
-            self[name] = len(pool_members(self._state, pool))
-        return self[name]
-
-
 def _pool_reason(
-    state: ClusterState, planner: ScaleUpPlanner, pod: Any, why: str | None, sizes: _PoolSizes
+    state: ClusterState,
+    planner: ScaleUpPlanner,
+    pod: Any,
+    why: str | None,
+    sizes: Mapping[str, int],
 ) -> str:
     """What the node pools can or cannot do for a pod that still pends (`why`: what the
     planner found for its gang; `sizes`: the pools' existing nodes, the state as it is)."""
@@ -622,7 +613,7 @@ def _pool_reason(
         why = "; ".join(
             f"pool {p.metadata.name}: {pool_limit(p)}"
             for p in planner.pools
-            if p.metadata.name in helping and sizes.of(p) >= p.spec.max_nodes
+            if p.metadata.name in helping and pool_size(state, p, sizes) >= p.spec.max_nodes
         )
     return (
         f"pools that could host it alone: {', '.join(helping)}; not added (limits, "

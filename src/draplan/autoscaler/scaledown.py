@@ -37,7 +37,7 @@ gang member is drained like any other pod and put back pod by pod; draplan's own
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -47,7 +47,7 @@ from draplan.autoscaler.ca import managed, readiness
 from draplan.autoscaler.derived import SLICE_NODES
 from draplan.autoscaler.drain import Budgets, Drain, DrainOptions, drain
 from draplan.autoscaler.options import EXPENDABLE_CUTOFF
-from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, CONTROL_PLANE_ROLES, karpenter_nodes
+from draplan.autoscaler.owners import CLUSTER_AUTOSCALER, is_control_plane, karpenter_nodes
 from draplan.autoscaler.scaleup import expendable
 from draplan.autoscaler.shapes import node_shape
 from draplan.autoscaler.templates import NewNode, add_new_node
@@ -226,7 +226,7 @@ class _Pass:
     def eligible(self, name: str) -> tuple[str, str] | None:
         """Why node `name` is no candidate (reason, message), or None."""
         state, node = self.state, self.state.nodes[name]
-        if any(role in node.metadata.labels for role in CONTROL_PLANE_ROLES):
+        if is_control_plane(node):
             return "NotAutoscaled", "a control-plane node"
         pool = node_pool(state, node)
         if pool is None:
@@ -257,11 +257,11 @@ class _Pass:
             return "NodeGroupMinSizeReached", f"{group} is at its min size {pool.spec.min_nodes}"
         return None
 
-    def run(self) -> ScaleDown:
+    def run(self, karpenter: Collection[str]) -> ScaleDown:
+        """`karpenter`: the nodes Karpenter's disruption judges instead."""
         state = self.state
         slices: dict[str, list[str]] = {}
-        karpenter = karpenter_nodes(state)  # Karpenter's disruption judges them
-        for name in sorted(set(state.nodes.keys()) - self.needs.added - karpenter):
+        for name in sorted(set(state.nodes.keys()) - self.needs.added - set(karpenter)):
             pool = node_pool(state, state.nodes[name])
             if pool and pool.metadata.annotations.get(SLICE_NODES) and managed(state, pool):
                 slices.setdefault(pool.metadata.name, []).append(name)
@@ -443,12 +443,16 @@ def plan_scale_down(
     needs: Needs | None = None,
     memo: ScaleDownMemo | None = None,
     options: ScaleDownOptions | None = None,
+    karpenter: Collection[str] | None = None,
 ) -> ScaleDown:
     """The nodes CA would remove and every node it keeps, with why, at `now`. `memo` (kept by
-    the caller for `scheduler`'s profile) spares re-judging unchanged nodes."""
+    the caller for `scheduler`'s profile) spares re-judging unchanged nodes; `karpenter`:
+    `owners.karpenter_nodes` if the caller has it."""
     memo = (memo or ScaleDownMemo()).of(state)
     options = options or ScaleDownOptions()
-    return _Pass(state, scheduler, needs or Needs(), memo, options, now).run()
+    if karpenter is None:
+        karpenter = karpenter_nodes(state)
+    return _Pass(state, scheduler, needs or Needs(), memo, options, now).run(karpenter)
 
 
 class Index:

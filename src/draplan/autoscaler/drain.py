@@ -189,33 +189,40 @@ def _blocked(pod: Pod, options: DrainOptions, budgets: Budgets) -> Blocked | Non
     return None
 
 
+IGNORE, EVICT, MOVE = "ignore", "evict", "move"
+
+
+def _rule(pod: Pod, options: DrainOptions, budgets: Budgets, now: datetime | None) -> str | Blocked:
+    """The drainability rules for one pod, in their order: IGNORE (mirror, long terminating:
+    not checked without `now`), EVICT (DaemonSet), MOVE, or what blocks the node."""
+    if MIRROR in pod.metadata.annotations or (now is not None and long_terminating(pod, now)):
+        return IGNORE
+    if is_daemonset_pod(pod):
+        return EVICT
+    if pod.metadata.annotations.get(SAFE_TO_EVICT) == "true" or is_terminal(pod):
+        return MOVE
+    return _blocked(pod, options, budgets) or MOVE
+
+
 def movable(pod: Pod, options: DrainOptions, budgets: Budgets) -> bool:
     """Whether CA moves the pod to another node when it drains the pod's node: `drain`'s rules
     for one pod, the budgets as they stand. A pod being deleted or done is not moved: it is
     leaving anyway."""
-    notes = pod.metadata.annotations
-    if MIRROR in notes or pod.metadata.deletion_timestamp or is_terminal(pod):
+    if pod.metadata.deletion_timestamp or is_terminal(pod):
         return False
-    if is_daemonset_pod(pod):
-        return False
-    return notes.get(SAFE_TO_EVICT) == "true" or _blocked(pod, options, budgets) is None
+    return _rule(pod, options, budgets, None) == MOVE
 
 
 def drain(pods: Sequence[Pod], options: DrainOptions, budgets: Budgets, now: datetime) -> Drain:
     """What CA does with `pods` (one node's) if it drains their node."""
     out = Drain()
     for pod in pods:
-        if MIRROR in pod.metadata.annotations or long_terminating(pod, now):
-            continue
-        if is_daemonset_pod(pod):
-            out.evict.append(pod)
-            continue
-        if pod.metadata.annotations.get(SAFE_TO_EVICT) == "true" or is_terminal(pod):
-            out.move.append(pod)
-            continue
-        blocked = _blocked(pod, options, budgets)
-        if blocked is not None:
-            out.blocked = blocked
+        rule = _rule(pod, options, budgets, now)
+        if isinstance(rule, Blocked):
+            out.blocked = rule
             return out
-        out.move.append(pod)
+        if rule == EVICT:
+            out.evict.append(pod)
+        elif rule == MOVE:
+            out.move.append(pod)
     return out

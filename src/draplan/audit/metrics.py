@@ -24,8 +24,22 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from draplan.api.core_v1 import Node
-from draplan.audit.metrics_memo import Layout, MetricsMemo, NodePart, PoolPart, StrandedPart
-from draplan.audit.plugin_gpus import PluginNode, measure, plugin_shapes, plugin_units
+from draplan.audit.metrics_memo import (
+    Layout,
+    MetricsMemo,
+    NodePart,
+    PluginPart,
+    PoolPart,
+    StrandedPart,
+)
+from draplan.audit.plugin_gpus import (
+    PluginNode,
+    PluginUnits,
+    Weighted,
+    measure,
+    plugin_shapes,
+    plugin_units,
+)
 from draplan.audit.stranded import (
     NodeStranded,
     RequestShape,
@@ -264,38 +278,55 @@ class _Collector:
 
     def plugin_gpus(self, nodes: list[tuple[str, Node]]) -> None:
         """Each node's device-plugin accelerators (`audit.plugin_gpus`) in its scopes and in
-        their resource's (the section `extendedResources`)."""
+        their resource's (the section `extendedResources`); a node's part kept while its
+        version, price and the shapes stay the same."""
         units = {n: u for n, _ in nodes if (u := self.memo.node_parts[n].plugin_units)}
+        kept, self.memo.plugin_parts = self.memo.plugin_parts, {}
         if not units:
             return
-        shapes, self.memo.plugin_asks = plugin_shapes(self.state, units, self.memo.plugin_asks)
-        intern = self.memo.intern
+        found, self.memo.plugin_asks = plugin_shapes(self.state, units, self.memo.plugin_asks)
+        shapes = tuple(found)
         for name, node in nodes:
             if name not in units:
                 continue
-            measured = measure(self.state, node, units[name], shapes)
-            whole = sum(measured.units.devices.values()) or 1
-            # A node's stranded devices cost its price times their share of its devices.
-            per_device = self.price.get(name, 0.0) / whole if name in self.price else None
-
-            def cost(stranded: float, per_device: float | None = per_device) -> float | None:
-                return None if per_device is None else per_device * stranded
-
-            mine = Tally()
-            for resource in (*measured.units.devices, *measured.units.parts):
-                of = Tally()
-                for t in (mine, of):
-                    _add_units(t, measured, resource)
-                part = measured.by_resource.get(resource)
-                if part is not None:
-                    free = measured.free(resource)
-                    for t in (mine, of):
-                        t.stranded.setdefault(resource, Stranded()).add(free, part, cost(part))
-                    of.add_stranded(part, cost(part))
-                self.add(("extendedResources", resource), intern(of))
-            mine.add_stranded(measured.stranded, cost(measured.stranded))
+            key = (self.state.version(name), self.price.get(name), shapes)
+            part = kept.get(name)
+            if part is None or part.source is not node or part.key != key:
+                part = self.plugin_part(key, node, units[name], shapes)
+            self.memo.plugin_parts[name] = part
+            for scope, tally in part.resources:
+                self.add(scope, tally)
             for parts in self.scopes(name):
-                parts.append(intern(mine))
+                parts.append(part.node)
+
+    def plugin_part(
+        self, key: object, node: Node, units: PluginUnits, shapes: Weighted
+    ) -> PluginPart:
+        measured = measure(self.state, node, units, shapes)
+        whole = sum(measured.units.devices.values()) or 1
+        # A node's stranded devices cost its price times their share of its devices.
+        price = self.price.get(node.metadata.name)
+        per_device = None if price is None else price / whole
+
+        def cost(stranded: float) -> float | None:
+            return None if per_device is None else per_device * stranded
+
+        intern = self.memo.intern
+        mine = Tally()
+        resources = []
+        for resource in (*measured.units.devices, *measured.units.parts):
+            of = Tally()
+            for t in (mine, of):
+                _add_units(t, measured, resource)
+            part = measured.by_resource.get(resource)
+            if part is not None:
+                free = measured.free(resource)
+                for t in (mine, of):
+                    t.stranded.setdefault(resource, Stranded()).add(free, part, cost(part))
+                of.add_stranded(part, cost(part))
+            resources.append((("extendedResources", resource), intern(of)))
+        mine.add_stranded(measured.stranded, cost(measured.stranded))
+        return PluginPart(node, key, intern(mine), tuple(resources))
 
     # --- stranded GPUs ---------------------------------------------------------------------
 

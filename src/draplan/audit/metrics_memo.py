@@ -52,6 +52,17 @@ class NodePart:
 
 
 @dataclass(frozen=True, eq=False)
+class PluginPart:
+    """What a node's device-plugin accelerators add to its scopes and to their resources'
+    (`extendedResources`), measured on `source` under `key` (its version, price, the shapes)."""
+
+    source: Node
+    key: object
+    node: Tally
+    resources: tuple[tuple[tuple[str, str], Tally], ...]
+
+
+@dataclass(frozen=True, eq=False)
 class PoolPart:
     """What one resource pool adds: per node its devices and GPUs bound there (None: bound to
     none, the cluster's alone), all of them to the pool itself, and each class's share."""
@@ -125,6 +136,7 @@ class MetricsMemo:
         self.pool_parts: dict[Pool, PoolPart] = {}
         self.stranded_parts: dict[str, StrandedPart] = {}
         self.plugin_asks: Asks = {}  # each pod's device-plugin shape
+        self.plugin_parts: dict[str, PluginPart] = {}  # each node's device-plugin part
         self._interned: Recent[tuple[object, ...], Tally] = Recent()
         self._sums: Recent[tuple[Tally, ...], tuple[Tally, dict[str, Any]]] = Recent()
         self._chunks: Recent[tuple[Tally, ...], Tally] = Recent()

@@ -11,12 +11,15 @@ request it.
 
 Some plugins advertise one device under several names or in parts: the Neuron device plugin
 registers `aws.amazon.com/neurondevice` and, for compatibility, `aws.amazon.com/neuron` for the
-same devices, and `aws.amazon.com/neuroncore` for their cores (its documentation, "Neuron device
-plugin"). Such devices are counted once, under `neuron`, and the cores pods hold put the devices
-they fill in use (cores per device: the node's cores over its devices). Partitions advertised as
-resources of their own (NVIDIA's MIG profiles under the mixed strategy, `nvidia.com/mig-1g.10gb`;
-time-sliced replicas renamed `nvidia.com/gpu.shared`) are counted as partitions only: the GPUs
-they are cut from are not in allocatable.
+same devices, and `aws.amazon.com/neuroncore` for their cores (AWS Neuron documentation,
+"Neuron Device Plugin", containers/tutorials/k8s-neuron-device-plugin). Such devices are
+counted once, under `neuron`, and the cores pods hold put the devices they fill in use (cores
+per device: the node's cores over its devices). Partitions advertised as resources of their
+own (`cluster.accelerators.is_partition_resource`: NVIDIA's MIG profiles under the mixed
+strategy, `nvidia.com/mig-1g.10gb`; time-sliced replicas renamed `nvidia.com/gpu.shared`) are
+counted as partitions only: the GPUs they are cut from are not in allocatable. Replicas
+time-slicing leaves named `nvidia.com/gpu` read as GPUs (allocatable alone cannot tell them
+apart).
 
 Stranded units are `audit.stranded`'s FGD measure with the device plugin's shape: a pod asking
 `count` whole devices of one resource, with its CPU and memory. F_n(m) is every free device of

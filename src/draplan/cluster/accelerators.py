@@ -41,7 +41,9 @@ def is_accelerator_resource(name: str) -> bool:
 
 def is_partition_resource(name: str) -> bool:
     """An extended resource for parts of accelerators, not whole ones: NVIDIA's MIG profiles
-    (`nvidia.com/mig-1g.10gb`) and time-sliced replicas renamed `<name>.shared`."""
+    (`nvidia.com/mig-1g.10gb`: NVIDIA/k8s-device-plugin's `flags.migStrategy: mixed`) and
+    time-sliced replicas renamed `<name>.shared` (its `sharing.timeSlicing.renameByDefault`;
+    without the rename the replicas stay `nvidia.com/gpu`, indistinguishable from GPUs)."""
     resource = name.partition("/")[2]
     return resource.startswith("mig-") or resource.endswith(".shared")
 

@@ -120,9 +120,9 @@ def node_copy(state: ClusterState, source: Node) -> tuple[dict[str, Any], list[d
     return node, slices
 
 
-# What a new node is made from besides its pool: for a `fromNode` pool, the donor Node and its
-# slices (by identity: a fork may change them), else nothing.
-Donor = tuple[object, ...]
+# What a new node is made from besides its pool: for a `fromNode` pool, the donor Node (None:
+# gone) and its slices (by identity: a fork may change them), else nothing.
+Donor = tuple[()] | tuple[Node | None, tuple[ResourceSlice, ...]]
 _MADE: dict[tuple[int, str, tuple[tuple[str, str], ...]], tuple[NodePool, Donor, NewNode]] = {}
 _SAFE_NAME = re.compile(r"[a-z0-9.-]+")  # node names that need no escaping inside JSON
 
@@ -146,11 +146,17 @@ _PROTOTYPES: dict[int, _Prototype] = {}
 def _donor(state: ClusterState, pool: NodePool) -> Donor:
     if not pool.spec.from_node:
         return ()
-    return (state.nodes.get(pool.spec.from_node), *state.node_slices(pool.spec.from_node))
+    return (state.nodes.get(pool.spec.from_node), tuple(state.node_slices(pool.spec.from_node)))
 
 
 def _same(a: Donor, b: Donor) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    if not a or not b:
+        return not a and not b
+    return (
+        a[0] is b[0]
+        and len(a[1]) == len(b[1])
+        and all(x is y for x, y in zip(a[1], b[1], strict=True))
+    )
 
 
 def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]) -> NewNode:
@@ -161,10 +167,8 @@ def make_node(state: ClusterState, pool: NodePool, name: str, labels: dict[str, 
     kept while its donor node and the donor's slices stay the same objects."""
     donor = _donor(state, pool)
     new = _stamped(state, pool, donor, name, labels)
-    if pool.spec.from_node and donor[0] is not None:
-        source = donor[0]
-        assert isinstance(source, Node)
-        new = NewNode(new.node, new.slices, node_daemons(state, source, name))
+    if donor and donor[0] is not None:
+        new = NewNode(new.node, new.slices, node_daemons(state, donor[0], name))
     return new
 
 
@@ -176,7 +180,7 @@ def _stamped(
     if hit is not None and hit[0] is pool and _same(hit[1], donor):
         return hit[2]
     proto = _PROTOTYPES.get(id(pool))
-    if not _SAFE_NAME.fullmatch(name) or (pool.spec.from_node and donor[0] is None):
+    if not _SAFE_NAME.fullmatch(name) or (donor and donor[0] is None):
         new = _make_node(state, pool, name, labels)
     elif proto is None or proto.pool is not pool or not _same(proto.donor, donor):
         template, docs = _documents(state, pool)

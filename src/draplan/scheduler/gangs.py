@@ -9,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Pod
-from draplan.api.features import FeatureGates
+from draplan.api.features import GATES, FeatureGates
 from draplan.api.scheduling import (
     CoschedulingPodGroup,
     PodGroupPolicy,
@@ -231,7 +231,7 @@ def kube_gangs_on(features: FeatureGates) -> bool:
     prerequisite). In 1.37 the gate is folded into GenericWorkload (the workload scheduling
     cycle, pkg/scheduler/schedule_one_podgroup.go: scheduleOnePodGroup), without which no
     Workload or PodGroup object exists: a 1.37 input holding them has it on."""
-    return features.version != "1.36" or "GangScheduling" in features
+    return "GangScheduling" in features or features.version not in GATES["GangScheduling"].specs
 
 
 def kube_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:

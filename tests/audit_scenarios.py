@@ -196,7 +196,7 @@ def holding(node_name: str, free: int) -> dict[str, list[int]]:
     return {} if free >= 8 else {f"{node_name}-busy": list(range(8 - free))}
 
 
-def pod_group(name: str, min_count: int, topology: str = "") -> dict[str, Any]:
+def pod_group(name: str, min_count: int, topology: str = "", ns: str = "default") -> dict[str, Any]:
     """A Workload API PodGroup (1.37, v1beta1) with a gang policy: a gang kube-scheduler
     itself places all or nothing (a coscheduling or Kueue group it takes pod by pod)."""
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
@@ -205,7 +205,7 @@ def pod_group(name: str, min_count: int, topology: str = "") -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
+        "metadata": {"name": name, "namespace": ns},
         "spec": spec,
     }
 

@@ -10,6 +10,7 @@ from draplan.api.codec import decode
 from draplan.autoscaler import Autoscaler, Plan
 from draplan.autoscaler.derived import derive_pools
 from draplan.cluster.state import ClusterState
+from scale_scenarios import allocated_claim, resource_slice
 
 T0 = "2026-05-01T10:00:00Z"  # when the pods were created and bound
 NOW = "2026-05-01T12:00:00Z"  # the newest time in the input: the plan's now
@@ -206,21 +207,6 @@ def clock() -> dict[str, Any]:
     return doc
 
 
-def pdb(name: str, ns: str, app: str, allowed: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
-        "status": {
-            "disruptionsAllowed": allowed,
-            "currentHealthy": 1,
-            "desiredHealthy": 1,
-            "expectedPods": 1,
-        },
-    }
-
-
 def gb200_class() -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -232,68 +218,22 @@ def gb200_class() -> dict[str, Any]:
 
 def gb200_slice(node: str, gpus: int = 4) -> dict[str, Any]:
     """A GB200 node's four Blackwell GPUs (one NVLink domain), as NVIDIA's DRA driver says."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{GB200_DRIVER}"},
-        "spec": {
-            "driver": GB200_DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [
-                {
-                    "name": f"gpu-{i}",
-                    "attributes": {
-                        "productName": {"string": "NVIDIA GB200"},
-                        "index": {"int": i},
-                    },
-                    "capacity": {"memory": {"value": "186Gi"}},
-                }
-                for i in range(gpus)
-            ],
-        },
-    }
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {"productName": {"string": "NVIDIA GB200"}, "index": {"int": i}},
+            "capacity": {"memory": {"value": "186Gi"}},
+        }
+        for i in range(gpus)
+    ]
+    return resource_slice(node, devices, GB200_DRIVER)
 
 
 def gb200_claim(
     name: str, node: str, devices: list[str], user: str, ns: str = "ml"
 ) -> dict[str, Any]:
     """A claim allocated on `node`'s GPUs for pod `user`: the allocation pins the pod there."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": ns, "uid": f"uid-claim-{name}"},
-        "spec": {
-            "devices": {
-                "requests": [
-                    {
-                        "name": "gpu",
-                        "exactly": {"deviceClassName": GB200_DRIVER, "count": len(devices)},
-                    }
-                ]
-            }
-        },
-        "status": {
-            "allocation": {
-                "devices": {
-                    "results": [
-                        {"request": "gpu", "driver": GB200_DRIVER, "pool": node, "device": d}
-                        for d in devices
-                    ]
-                },
-                "nodeSelector": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchFields": [
-                                {"key": "metadata.name", "operator": "In", "values": [node]}
-                            ]
-                        }
-                    ]
-                },
-            },
-            "reservedFor": [{"resource": "pods", "name": user, "uid": f"uid-{user}"}],
-        },
-    }
+    return allocated_claim(name, node, devices, [user], GB200_DRIVER, driver=GB200_DRIVER, ns=ns)
 
 
 def state_of(objs: list[dict[str, Any]], prices: dict[str, str] | None = None) -> ClusterState:

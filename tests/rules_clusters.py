@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from audit_scenarios import pod_group
 from topology_clusters import (
     APPS,
     EXPORTER_PORT,
@@ -219,18 +220,6 @@ def _shared(rng: random.Random, ns: str, driver: str, kind: str) -> dict[str, An
     }
 
 
-def _gang(name: str, ns: str, min_count: int, topology: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
-    if topology:
-        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": spec,
-    }
-
-
 def _memory(gib: int) -> str:
     return f"{gib}Gi"
 
@@ -420,7 +409,7 @@ def cluster(seed: int) -> list[dict[str, Any]]:
         chosen = rng.sample(members, rng.randint(2, min(3, len(members))))
         name = f"gang-{g}"
         min_count = rng.choice((2, len(chosen), len(chosen), len(chosen) + 1))
-        docs.append(_gang(name, ns, min_count, rng.choice((None, RACK, ZONE))))
+        docs.append(pod_group(name, min_count, rng.choice(("", RACK, ZONE)), ns))
         for p in chosen:
             p["spec"]["schedulingGroup"] = {"podGroupName": name}
             # A member's priority is its PodGroup's in 1.37 (none here: 0), as victim too.

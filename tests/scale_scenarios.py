@@ -265,6 +265,22 @@ def gpu_node(
     return [node(name, labels=labels), resource_slice(name, devs)]
 
 
+def pdb(name: str, ns: str, app: str, allowed: int) -> dict[str, Any]:
+    """A PodDisruptionBudget over pods labelled app=`app`, allowing `allowed` disruptions."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+        "status": {
+            "disruptionsAllowed": allowed,
+            "currentHealthy": 1,
+            "desiredHealthy": 1,
+            "expectedPods": 1,
+        },
+    }
+
+
 def allocated_claim(
     name: str,
     node_name: str,

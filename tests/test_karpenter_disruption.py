@@ -26,12 +26,11 @@ from karpenter_scenarios import (
     karpenter_node,
     karpenter_pool,
     node_claim,
-    pdb,
     plan_of,
     pod,
     state_of,
 )
-from scale_scenarios import write
+from scale_scenarios import pdb, write
 
 DND = {"karpenter.sh/do-not-disrupt": "true"}
 GB200 = "p6e-gb200.36xlarge"

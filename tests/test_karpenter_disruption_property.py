@@ -23,10 +23,10 @@ from karpenter_scenarios import (
     gb200_slice,
     karpenter_node,
     karpenter_pool,
-    pdb,
     plan_of,
     pod,
 )
+from scale_scenarios import pdb
 
 DND = "karpenter.sh/do-not-disrupt"
 NODES = ("0", "1", "2", "10%", "50%", "100%")

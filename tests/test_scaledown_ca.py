@@ -23,7 +23,7 @@ from draplan.autoscaler.scaledown import ScaleDown, ScaleDownOptions, plan_scale
 from draplan.cli.ca_flags import Duration
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Scheduler, build_profile
-from scale_scenarios import node
+from scale_scenarios import node, pdb
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 SAFE = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -87,17 +87,6 @@ def _pod(
     }
 
 
-def _pdb(name: str, ns: str, app: str, allowed: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
-        "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1,
-                   "expectedPods": 1},
-    }  # fmt: skip
-
-
 CP_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 
 
@@ -136,7 +125,7 @@ def objects() -> list[dict[str, Any]]:
              annotations={SAFE: "false"}),
         _capi_node("workers", "quorum"),
         _pod("zk-0", "workers-quorum", owner="StatefulSet", labels={"app": "zk"}),
-        _pdb("zk", "apps", "zk", 0),
+        pdb("zk", "apps", "zk", 0),
         _capi_node("workers", "ray"),
         _pod("ray-worker", "workers-ray", owner="RayCluster"),
         _capi_node("workers", "busy"),
@@ -203,7 +192,7 @@ def test_cas_flags_change_the_answers() -> None:
 
 def test_a_pdb_lets_a_kube_system_pod_move_and_min_size_holds() -> None:
     objs = [o for o in objects() if o["metadata"]["name"] != "zk"]
-    objs.append(_pdb("metrics", "kube-system", "metrics", 1))
+    objs.append(pdb("metrics", "kube-system", "metrics", 1))
     for o in objs:
         if o["kind"] == "MachineDeployment" and o["metadata"]["name"] == "workers":
             o["metadata"]["annotations"][MIN] = "9"

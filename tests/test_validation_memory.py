@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from draplan.api import codec, validation
 from draplan.api.codec import decode
 from draplan.api.errors import BadInput
+from scale_scenarios import resource_slice
 
 GOOD_VALUES = (
     {"string": "tpu-v6e"},
@@ -46,17 +47,7 @@ def _device(name: str, attributes: dict[str, Any], policy: bool = False) -> dict
 
 
 def _slice(devices: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": "tpu-node-0-slice"},
-        "spec": {
-            "driver": "tpu.google.com",
-            "nodeName": "tpu-node-0",
-            "pool": {"name": "tpu-node-0", "generation": 1, "resourceSliceCount": 1},
-            "devices": devices,
-        },
-    }
+    return resource_slice("tpu-node-0", devices, "tpu.google.com")
 
 
 def _verdict(doc: dict[str, Any]) -> str:

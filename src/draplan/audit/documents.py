@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from draplan.audit.metrics import collector_off, metrics
+from draplan.audit.metrics import metrics
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.poolstatus import pool_status_report
 from draplan.audit.why import CATEGORIES, Diagnosis
@@ -17,6 +17,7 @@ from draplan.autoscaler.notriggered import NotTriggered, not_triggered
 from draplan.autoscaler.plan import default_now
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import gated_pods
+from draplan.sources.files import gc_paused
 
 
 def why_document(
@@ -34,7 +35,7 @@ def why_document(
 def metrics_document(state: ClusterState, memo: MetricsMemo | None = None) -> dict[str, Any]:
     """The metrics, and each resource pool in ResourcePoolStatusRequest's terms."""
     statuses = memo.pool_status if memo is not None else None
-    with collector_off():
+    with gc_paused(freeze=False):
         return {**metrics(state, memo).to_dict(), **pool_status_report(state, statuses)}
 
 

@@ -19,9 +19,7 @@ pool and class scopes only); the stranded measure is per node.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 
 from draplan.api.core_v1 import Node
 from draplan.audit.metrics_memo import (
@@ -58,6 +56,7 @@ from draplan.cluster.accelerators import (
 from draplan.cluster.devices import DeviceView, Pool, PoolID
 from draplan.cluster.nodepools import pool_name, price_per_hour
 from draplan.cluster.state import ClusterState
+from draplan.sources.files import gc_paused
 
 
 class _Collector:
@@ -506,21 +505,5 @@ def _counter_use(state: ClusterState, pool: Pool) -> dict[str, float]:
 def metrics(state: ClusterState, memo: MetricsMemo | None = None) -> Metrics:
     """Metrics of the state as it is (nothing is scheduled); a `memo` kept from measuring the
     same state before it changed spares measuring again what did not change."""
-    with collector_off():
+    with gc_paused(freeze=False):
         return _Collector(state, memo or MetricsMemo()).collect()
-
-
-@contextmanager
-def collector_off() -> Iterator[None]:
-    """The cyclic collector off for the body (then as it was). Measuring and its documents
-    make a few small containers per device and node, all kept to the end: the collector's
-    passes over a large state's heap free nothing (the sources pause it likewise) and cost a
-    third of the time at 10,000 nodes. Nothing is frozen: `draplan serve` measures again and
-    again, and what one measure made goes when the next replaces it."""
-    collect = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collect:
-            gc.enable()

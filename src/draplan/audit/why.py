@@ -36,7 +36,6 @@ from draplan.audit.classifiers.tainted import DEVICE_TAINTS
 from draplan.audit.diagnosis import Diagnosis
 from draplan.audit.fixes import Fix, Verifier
 from draplan.audit.gates import SCHEDULING_GATED, Gates
-from draplan.audit.metrics import collector_off
 from draplan.audit.placer import Placer
 from draplan.audit.pools import LIMITED, NO_POOL, WAITING, PoolAdvisor
 from draplan.audit.reach import Reacher
@@ -48,6 +47,7 @@ from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
 from draplan.scheduler.queue import priority_table, sort_key
+from draplan.sources.files import gc_paused
 
 __all__ = ["CATEGORIES", "Auditor", "Diagnosis", "Placer", "why"]
 
@@ -294,7 +294,7 @@ def why(
     The cyclic collector is off meanwhile, as while measuring: what an audit makes (node
     signatures, evaluations, looks) is kept to its end, and the collector's passes over a
     large state's heap free nothing (a seventh of the time at 10,000 nodes)."""
-    with collector_off():
+    with gc_paused(freeze=False):
         waiting = [
             (k, p) for k, p in state.pods.items() if not p.spec.node_name and not is_terminal(p)
         ]

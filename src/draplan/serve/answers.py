@@ -24,7 +24,6 @@ from draplan.audit.documents import (
     scale_up_document,
     why_document,
 )
-from draplan.audit.metrics import collector_off
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
@@ -35,6 +34,7 @@ from draplan.scheduler import Profile, build_profile
 from draplan.serve.audited import AuditedState
 from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
+from draplan.sources.files import gc_paused
 
 # The longest an audit step waits for a reader of the audited state: CA's deadline (5 s).
 READER_SECONDS = 5.0
@@ -124,7 +124,7 @@ class Auditor:
         # An audit allocates many containers, most kept until the next audit: the cyclic
         # collector's full passes over the model's heap during it (half a second of five at
         # 5,000 nodes) find little to free. It runs between audits instead.
-        with collector_off():
+        with gc_paused(freeze=False):
             return self._audit(state, generation, _Step(lock, self.audited))
 
     def take_plan(self, answers: Answers, wait: float) -> Answers:

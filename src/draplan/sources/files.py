@@ -31,17 +31,21 @@ class Document:
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector off while a bulk load (or what is built from it) runs."""
-    # Bulk loads allocate millions of small containers; the cyclic collector only slows them.
-    # What was loaded lives as long as the run: frozen, later collections never scan it again
-    # (unfrozen, the first ones after a 100 MB load each walk every object it made).
+def gc_paused(freeze: bool = True) -> Iterator[None]:
+    """The cyclic collector off while a bulk load (or what is built from it) runs, then as it
+    was; with `freeze`, what the body made is frozen out of later collections."""
+    # Bulk loads, measures and simulations allocate millions of small containers kept to the
+    # end; the cyclic collector's passes over them free nothing and cost up to a third of the
+    # time. What a load made lives as long as the run: frozen, later collections never scan it
+    # again (unfrozen, the first ones after a 100 MB load each walk every object it made). What
+    # `draplan serve` measures again and again is not frozen: the next measure replaces it.
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()
 

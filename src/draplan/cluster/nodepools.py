@@ -17,6 +17,7 @@ from draplan.api.clusterapi import OWNER_NAME, MachinePool
 from draplan.api.core_v1 import Node
 from draplan.api.draplan_v1alpha1 import PRICE_LABEL as PRICE_LABEL  # read beside the rule
 from draplan.api.draplan_v1alpha1 import NodePool
+from draplan.cluster.podsmemo import PodsMemo
 from draplan.cluster.state import ClusterState
 
 POOL_LABEL = "draplan.io/node-pool"
@@ -72,14 +73,25 @@ def _node_pool(state: ClusterState, node: Node, copied: dict[str, NodePool]) -> 
         # CAPI names a MachineSet after its MachineDeployment plus a generated suffix.
         return state.node_pools.get(owner) or state.node_pools.get(owner.rpartition("-")[0])
     provider = node.spec.provider_id
-    if provider:
+    res = _MACHINE_POOLS(state).get(provider) if provider else None
+    if res is not None:
         # CA's clusterapi provider finds a MachinePool's nodes by its spec.providerIDList.
-        for res in state.others:
-            if isinstance(res, MachinePool) and provider in res.spec.provider_id_list:
-                name = res.metadata.name
-                pools = state.node_pools
-                return pools.get(name) or pools.get(f"{name}.{res.metadata.namespace}")
+        name, pools = res.metadata.name, state.node_pools
+        return pools.get(name) or pools.get(f"{name}.{res.metadata.namespace}")
     return None
+
+
+def _machine_pools(state: ClusterState) -> dict[str, MachinePool]:
+    """The MachinePools by the provider ids they list, the first to list one."""
+    out: dict[str, MachinePool] = {}
+    for res in state.others:
+        if isinstance(res, MachinePool):
+            for provider in res.spec.provider_id_list:
+                out.setdefault(provider, res)
+    return out
+
+
+_MACHINE_POOLS = PodsMemo(_machine_pools, pods=False)
 
 
 def pool_name(state: ClusterState, node: Node) -> str:

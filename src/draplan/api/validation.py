@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Hashable, Iterable
+from typing import TypeVar
 
 from draplan.api import (
     apps_v1,
@@ -25,6 +26,8 @@ from draplan.api import (
 from draplan.api.errors import BadInput, quote
 from draplan.api.meta import KubeStruct, LabelSelector, ObjectMeta
 from draplan.api.quantity import Quantity
+
+H = TypeVar("H", bound=Hashable)
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -118,9 +121,7 @@ def check_labels(labels: dict[str, str], path: str) -> None:
         key, value = pair
         check_label_key(key, f"{path}[{key}]")
         check_label_value(value, f"{path}[{key}]")
-        if len(_LABELS) >= _ATTRIBUTES_KEPT:
-            _LABELS.clear()
-        _LABELS.add(pair)
+        _remember(_LABELS, pair)
 
 
 def check_metadata(meta: ObjectMeta, kind: str) -> None:
@@ -142,7 +143,8 @@ def check_metadata(meta: ObjectMeta, kind: str) -> None:
             _remember(_KEYS, key)
 
 
-def _remember(memory: set[str], value: str) -> None:
+def _remember(memory: set[H], value: H) -> None:
+    """Keep `value` as found valid; a memory holding _ATTRIBUTES_KEPT starts over."""
     if len(memory) >= _ATTRIBUTES_KEPT:
         memory.clear()
     memory.add(value)
@@ -375,9 +377,7 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
                 )
             _VERSIONS.add(attr.version)
         validate_list_attribute(attr, apath)
-        if len(_ATTRIBUTES) >= _ATTRIBUTES_KEPT:
-            _ATTRIBUTES.clear()
-        _ATTRIBUTES.add((name, attr))
+        _remember(_ATTRIBUTES, (name, attr))
     multi = dev.allow_multiple_allocations is True
     for name, cap in dev.capacity.items():
         cpath = f"{path}.capacity[{name}]"
@@ -427,9 +427,7 @@ def validate_device(dev: resource_v1.Device, path: str, per_device: bool) -> Non
     check_max(
         dev.binding_failure_conditions, MAX_BINDING_CONDITIONS, f"{path}.bindingFailureConditions"
     )
-    if len(_DEVICE_NAMES) >= _ATTRIBUTES_KEPT:
-        _DEVICE_NAMES.clear()
-    _DEVICE_NAMES.add(dev.name)
+    _remember(_DEVICE_NAMES, dev.name)
 
 
 def validate_list_attribute(attr: resource_v1.DeviceAttribute, path: str) -> None:

@@ -261,3 +261,21 @@ def test_a_kept_memo_measures_device_plugins_as_a_fresh_state_does(
         kept.change(action, variants[v % len(variants)])
         got = json.dumps(metrics_document(kept.inc.flush(), memo))
         assert got == json.dumps(metrics_document(kept.fresh(), None))
+
+
+@pytest.mark.parametrize(("label", "gpus"), [("4", 0), ("1", 8), ("0", 8), (None, 8)])
+def test_replicas_left_named_nvidia_gpu_are_partitions(label: str | None, gpus: int) -> None:
+    """GPU feature discovery labels `nvidia.com/gpu.replicas` with the replicas per GPU when
+    time-slicing or MPS shares them without renaming the resource: allocatable then counts
+    replicas (8 GPUs x 4 = 32), partitions like `nvidia.com/gpu.shared`'s, not GPUs."""
+    sliced = node("t4", {"nvidia.com/gpu": 32 if label == "4" else 8})
+    if label is not None:
+        sliced["metadata"]["labels"]["nvidia.com/gpu.replicas"] = label
+    doc = measured([sliced, pod("infer", "t4", {"nvidia.com/gpu": 3})])
+    t4 = doc["nodes"]["t4"]
+    assert t4["gpus"] == gpus == doc["cluster"]["gpus"]
+    if gpus:
+        assert (t4["gpusInUse"], t4["partitions"]) == (3, 0)
+    else:
+        assert (t4["partitions"], t4["partitionsAllocated"]) == (32, 3)
+        assert t4["strandedGpus"] == 0

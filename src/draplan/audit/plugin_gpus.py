@@ -17,9 +17,10 @@ counted once, under `neuron`, and the cores pods hold put the devices they fill 
 per device: the node's cores over its devices). Partitions advertised as resources of their
 own (`cluster.accelerators.is_partition_resource`: NVIDIA's MIG profiles under the mixed
 strategy, `nvidia.com/mig-1g.10gb`; time-sliced replicas renamed `nvidia.com/gpu.shared`) are
-counted as partitions only: the GPUs they are cut from are not in allocatable. Replicas
-time-slicing leaves named `nvidia.com/gpu` read as GPUs (allocatable alone cannot tell them
-apart).
+counted as partitions only: the GPUs they are cut from are not in allocatable. So are replicas
+that time-slicing or MPS leave named `nvidia.com/gpu`: GPU feature discovery labels the node
+`<resource>.replicas` with the replicas per device when above 1 (NVIDIA/k8s-device-plugin,
+internal/lm/resource.go, `resourceLabeler.replicasLabel`), and allocatable then counts replicas.
 
 Stranded units are `audit.stranded`'s FGD measure with the device plugin's shape: a pod asking
 `count` whole devices of one resource, with its CPU and memory. F_n(m) is every free device of
@@ -88,6 +89,13 @@ class PluginNode:
         return self.units.devices[resource] - self.in_use[resource]
 
 
+def replicas(node: Node, resource: str) -> int:
+    """The replicas per device a device plugin shares `resource`'s devices into, as GPU
+    feature discovery labels them (1: not shared, or not labelled)."""
+    value = node.metadata.labels.get(f"{resource}.replicas", "")
+    return int(value) if value.isascii() and value.isdigit() else 1
+
+
 def plugin_units(node: Node) -> PluginUnits:
     """The accelerators the node's device plugins advertise."""
     devices: dict[str, int] = {}
@@ -96,7 +104,7 @@ def plugin_units(node: Node) -> PluginUnits:
         units = milli // MILLI
         if not is_accelerator_resource(name) or units <= 0:
             continue
-        if is_part(name):
+        if is_part(name) or replicas(node, name) > 1:
             parts[name] = units
         else:
             got = device_resource(name)
@@ -123,7 +131,9 @@ def plugin_shapes(
         if is_terminal(pod):
             continue
         seen = kept.get(key)
-        shape = seen[1] if seen is not None and seen[0] is pod else _shape(pod, state.features)
+        shape = (
+            seen[1] if seen is not None and seen[0] is pod else plugin_shape(pod, state.features)
+        )
         asks[key] = (pod, shape)
         if shape is None:
             continue
@@ -137,7 +147,8 @@ def plugin_shapes(
     return typical(shapes, pending), asks
 
 
-def _shape(pod: Pod, features: FeatureGates) -> RequestShape | None:
+def plugin_shape(pod: Pod, features: FeatureGates) -> RequestShape | None:
+    """The pod's ask of whole devices of one device-plugin resource (None: not such an ask)."""
     requests = pod_requests(pod, features)
     asked = [(r, m) for r, m in requests.items() if m > 0 and is_accelerator_resource(r)]
     if len(asked) != 1 or is_part(asked[0][0]):
@@ -150,7 +161,7 @@ def _shape(pod: Pod, features: FeatureGates) -> RequestShape | None:
 Held = tuple[dict[str, int], dict[str, float], dict[str, int]]
 
 
-def _held(units: PluginUnits, requested: Resources) -> Held:
+def held(units: PluginUnits, requested: Resources) -> Held:
     """Per device resource the devices in use and allocated (in devices: a device whose
     cores are partly held adds its part), and per partition resource the units in use (the
     cores of devices held whole among them)."""
@@ -181,7 +192,7 @@ def measure(state: ClusterState, node: Node, units: PluginUnits, shapes: Weighte
     """The node's device-plugin accelerators (`units`: `plugin_units`) and what of them is
     stranded for `shapes`."""
     requested = state.requested(node.metadata.name)
-    in_use, allocated, parts_used = _held(units, requested)
+    in_use, allocated, parts_used = held(units, requested)
     free = {r: n - in_use[r] for r, n in units.devices.items()}
     idle = sum(free.values())
     allocatable = node_allocatable(node)

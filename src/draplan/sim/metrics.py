@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from draplan.api.core_v1 import Node, Pod
-from draplan.cluster.accelerators import is_accelerator, is_accelerator_resource
+from draplan.audit.plugin_gpus import held, plugin_units
+from draplan.cluster.accelerators import is_accelerator
 from draplan.cluster.nodepools import pool_name, price_per_hour
-from draplan.cluster.podresources import node_allocatable, pod_requests
+from draplan.cluster.podresources import pod_requests
 from draplan.cluster.state import ClusterState
 from draplan.sim.stranded import StrandedMeter
 
@@ -150,11 +151,17 @@ class Recorder:
                 self.samples.pop(name, None)
                 continue
             # GPUs as `draplan metrics` counts them: physical accelerators, a partitioned
-            # one used as far as its counters are consumed.
+            # one used as far as its counters are consumed, and device plugins' devices.
             measured = meter.node(state, node)
             gpus = float(len(measured.accelerators))
-            free = sum(f for _, f in measured.accelerators)
-            self.samples[name] = NodeSample(gpus, gpus - free, measured.stranded)
+            used = gpus - sum(f for _, f in measured.accelerators)
+            stranded = measured.stranded
+            plugins = meter.plugins(state, node)
+            if plugins is not None:
+                gpus += sum(plugins.units.devices.values())
+                used += sum(plugins.allocated.values())
+                stranded += plugins.stranded
+            self.samples[name] = NodeSample(gpus, used, stranded)
         total = used = idle_new = stranded = cost = 0.0
         for name, sample in self.samples.items():
             total += sample.gpus
@@ -281,8 +288,8 @@ class Recorder:
 
 def _pod_devices(state: ClusterState, pod: Pod) -> float:
     """The accelerators a bound pod holds, of every kind: DRA devices of its claims (the claim
-    kube-scheduler made for its extended resources too) and device-plugin devices it asks for
-    on a node whose allocatable has them."""
+    kube-scheduler made for its extended resources too) and the device-plugin devices its
+    requests fill on its node, counted as `draplan metrics` counts them."""
     names = [s.resource_claim_name or "" for s in pod.status.resource_claim_statuses]
     extended = pod.status.extended_resource_claim_status
     if extended is not None:
@@ -293,8 +300,7 @@ def _pod_devices(state: ClusterState, pod: Pod) -> float:
         if claim is not None and claim.status.allocation is not None:
             n += sum(1 for r in claim.status.allocation.devices.results if is_accelerator(r.driver))
     node = state.nodes.get(pod.spec.node_name)
-    allocatable = node_allocatable(node) if node is not None else {}
-    for resource, milli in pod_requests(pod).items():
-        if is_accelerator_resource(resource) and allocatable.get(resource, 0) > 0:
-            n += milli / 1000
+    units = plugin_units(node) if node is not None else None
+    if units:
+        n += sum(held(units, pod_requests(pod, state.features))[1].values())
     return n

@@ -375,3 +375,49 @@ def test_prices_csv_and_a_bad_price(run_cli: Any, tmp_path: Path) -> None:
     assert out.code == 2
     [line] = out.err.strip().splitlines()
     assert line.startswith(f"error: {table}: ") and "'cheap' is not a price" in line
+
+
+@pytest.mark.parametrize(
+    ("prices", "unpriced"),
+    [
+        ({}, "gaudi-pool, tpu-v5e"),
+        ({"tpu-v5e": "0"}, "gaudi-pool"),  # a price of 0 said is a price
+        ({"gaudi-pool": "39.0", "ct5lp-hightpu-4t": "4.8"}, ""),  # by name, by instance type
+    ],
+)
+def test_pools_with_no_price_are_named_on_stderr(
+    run_cli: Any, tmp_path: Path, prices: dict[str, str], unpriced: str
+) -> None:
+    """A derived pool whose price neither --prices nor its node's label gives costs $0/h in
+    every plan: the command says which pools those are, once, instead of staying silent."""
+    gaudi = _node("gaudi-0", {"eks.amazonaws.com/nodegroup": "gaudi-pool"}, {})
+    tpu = _node(
+        "tpu-0",
+        {
+            "cloud.google.com/gke-nodepool": "tpu-v5e",
+            "node.kubernetes.io/instance-type": "ct5lp-hightpu-4t",
+        },
+        {},
+    )
+    system = _node(
+        "cp-0",
+        {"eks.amazonaws.com/nodegroup": "system", "draplan.io/price-per-hour": "0.19"},
+        {},
+    )
+    objs = [gaudi, tpu, system]
+    for n, extra in zip(objs, ({"habana.ai/gaudi": "8"}, {"google.com/tpu": "4"}, {}), strict=True):
+        n["status"] = {"allocatable": {"cpu": "96", "memory": "512Gi", "pods": "110", **extra}}
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(yaml.safe_dump_all(objs))
+    table = tmp_path / "prices.yaml"
+    table.write_text(yaml.safe_dump(prices))
+    out = run_cli("scale", "-f", str(dump), "--prices", str(table))
+    assert out.code == 0, out.err
+    notices = [line for line in out.err.splitlines() if "no price for" in line]
+    if unpriced:
+        assert notices == [
+            f"notice: no price for pool(s) {unpriced}: their nodes count as $0/h (give "
+            "--prices, or label their nodes draplan.io/price-per-hour)"
+        ]
+    else:
+        assert notices == []

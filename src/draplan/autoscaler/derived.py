@@ -159,20 +159,27 @@ def _shaped(state: ClusterState, pool: NodePool, members: list[Node], keys: set[
 
 @dataclass
 class Derived:
-    """The derived pools (by name) and what was left out, and why."""
+    """The derived pools (by name), what was left out and why, and the pools no price was
+    found for."""
 
     pools: dict[str, NodePool] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    unpriced: list[str] = field(default_factory=list)
 
-
-def _price(prices: Mapping[str, str], names: tuple[str, ...], labels: Mapping[str, str]) -> str:
-    """The table's price by the pool's names (its name, and for a Cluster API group the id CA
-    gives it), else by instance type; else the price label of the node (or, for a group with
-    no node, of the labels its nodes get); else 0."""
-    for key in (*names, labels.get(INSTANCE_TYPE, "")):
-        if key and key in prices:
-            return prices[key]
-    return labels.get(PRICE_LABEL) or "0"
+    def price(
+        self, prices: Mapping[str, str], names: tuple[str, ...], labels: Mapping[str, str]
+    ) -> str:
+        """The table's price by the pool's names (its name, and for a Cluster API group the id
+        CA gives it), else by instance type; else the price label of the node (or, for a group
+        with no node, of the labels its nodes get); else 0, the pool named in `unpriced`."""
+        for key in (*names, labels.get(INSTANCE_TYPE, "")):
+            if key and key in prices:
+                return prices[key]
+        label = labels.get(PRICE_LABEL)
+        if label:
+            return label
+        self.unpriced.append(names[0])
+        return "0"
 
 
 def _pool(name: str, source: Origin, spec: NodePoolSpec, group_id: str = "") -> NodePool:
@@ -274,7 +281,7 @@ def _from_capi(
             spec = NodePoolSpec(
                 min_nodes=low,
                 max_nodes=high,
-                price_per_hour=_price(prices, (name, group_id), rep.metadata.labels),
+                price_per_hour=out.price(prices, (name, group_id), rep.metadata.labels),
                 from_node=rep.metadata.name,
             )
         elif notes.get(clusterapi.CPU) and notes.get(clusterapi.MEMORY):
@@ -282,7 +289,7 @@ def _from_capi(
             spec = NodePoolSpec(
                 min_nodes=low,
                 max_nodes=high,
-                price_per_hour=_price(prices, (name, group_id), template.metadata.labels),
+                price_per_hour=out.price(prices, (name, group_id), template.metadata.labels),
                 template=template,
                 resource_slices=slices,
             )
@@ -442,7 +449,7 @@ def _from_karpenter(
         room = _room(kp.spec.limits, rep, members)
         spec = NodePoolSpec(
             max_nodes=default_max if room is None else len(members) + room,
-            price_per_hour=_price(prices, (name,), rep.metadata.labels),
+            price_per_hour=out.price(prices, (name,), rep.metadata.labels),
             priority=kp.spec.weight or 0,
         )
         if members:
@@ -478,7 +485,7 @@ def _from_labels(
         rep = members[0]
         spec = NodePoolSpec(
             max_nodes=max(default_max, len(members)),
-            price_per_hour=_price(prices, (name,), rep.metadata.labels),
+            price_per_hour=out.price(prices, (name,), rep.metadata.labels),
             from_node=rep.metadata.name,
         )
         out.pools[name] = _shaped(state, _pool(name, Origin(LABEL, key), spec), members, keys)

@@ -239,6 +239,7 @@ def with_derived_pools(
     """`state` with pools derived from its node groups when the input has no NodePool
     (`autoscaler.derived`; `kube`: the command models a kube-scheduler profile, not
     draplan's); groups that give no pool are notices on stderr."""
+    from draplan.api.draplan_v1alpha1 import PRICE_LABEL
     from draplan.autoscaler.derived import derive_pools
     from draplan.sources.files import stderr_notice
     from draplan.sources.prices import load_prices
@@ -250,6 +251,12 @@ def with_derived_pools(
     state.node_pools.update(derived.pools)
     for note in derived.skipped:
         stderr_notice(f"no pool derived from {note}")
+    if derived.unpriced:
+        # Costs of $0/h would make least-cost choices and savings silently wrong: say so.
+        stderr_notice(
+            f"no price for pool(s) {', '.join(sorted(derived.unpriced))}: their nodes count "
+            f"as $0/h (give --prices, or label their nodes {PRICE_LABEL})"
+        )
     return state
 
 

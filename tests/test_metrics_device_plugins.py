@@ -279,3 +279,16 @@ def test_replicas_left_named_nvidia_gpu_are_partitions(label: str | None, gpus: 
     else:
         assert (t4["partitions"], t4["partitionsAllocated"]) == (32, 3)
         assert t4["strandedGpus"] == 0
+
+
+def test_pending_pods_no_device_plugin_serves_are_no_device_plugin_shapes() -> None:
+    """Twenty pending pods ask `nvidia.com/gpu`, which no node's device plugin serves (a
+    DeviceClass could, or a node still to come): they are not device-plugin shapes, so the
+    Gaudi node's three shapes all stay typical and its FGD is theirs: 1 free card, usable by
+    the 1-card shape, lost to the 2- and 4-card ones: 2/3."""
+    card = "habana.ai/gaudi"
+    objs = [node("g0", {card: 8}), *(pod(f"p{n}", "g0", {card: n}) for n in (1, 2, 4))]
+    objs += [pod(f"h100-{i}", None, {"nvidia.com/gpu": 8}) for i in range(20)]
+    g0 = measured(objs)["nodes"]["g0"]
+    assert g0["freeGpus"] == 1
+    assert g0["strandedGpus"] == pytest.approx(round(2 / 3, 3), abs=1e-3)

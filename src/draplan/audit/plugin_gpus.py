@@ -122,8 +122,10 @@ def plugin_shapes(
 ) -> tuple[Weighted, Asks]:
     """The typical shapes (`stranded.typical`) of the pods asking whole devices of one
     accelerator resource and no other: running pods on a node whose device plugin serves it
-    (`units` by node), and pending pods; and each pod's ask, for `kept` at the next call."""
+    (`units` by node), and pending pods where some node's does (elsewhere a DeviceClass serves
+    it, or nothing does yet); and each pod's ask, for `kept` at the next call."""
     kept = kept or {}
+    served = {r for u in units.values() for r in u.devices}
     asks: Asks = {}
     shapes: list[RequestShape] = []
     pending: set[RequestShape] = set()
@@ -141,6 +143,8 @@ def plugin_shapes(
             here = units.get(pod.spec.node_name)
             if here is None or shape.device_class not in here.devices:
                 continue  # served there by a DeviceClass: a DRA shape
+        elif shape.device_class not in served:
+            continue
         shapes.append(shape)
         if not pod.spec.node_name:
             pending.add(shape)

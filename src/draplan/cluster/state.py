@@ -801,12 +801,20 @@ class ClusterState:
             self.remove_claim((ns, name))
         for name in sorted(named):
             claim = self.claims.get((ns, name))
-            if claim is None:
-                continue
-            rest = tuple(r for r in claim.status.reserved_for if r.name != pod.metadata.name)
-            alloc = claim.status.allocation if rest else None
-            status = msgspec.structs.replace(claim.status, reserved_for=rest, allocation=alloc)
-            self.put_claim(msgspec.structs.replace(claim, status=status))
+            if claim is not None:
+                self.unreserve_claim(claim, key)
+
+    def unreserve_claim(self, claim: ResourceClaim, pod: ObjectKey) -> None:
+        """`claim` no longer reserved for the pod `pod`: deallocated (its devices free) once
+        nothing reserves it, kept allocated while others still do."""
+        users = tuple(
+            r
+            for r in claim.status.reserved_for
+            if (r.resource, claim.metadata.namespace, r.name) != ("pods", *pod)
+        )
+        allocation = claim.status.allocation if users else None
+        status = msgspec.structs.replace(claim.status, allocation=allocation, reserved_for=users)
+        self.put_claim(msgspec.structs.replace(claim, status=status))
 
     # --- claims and ledgers --------------------------------------------------------------
 

@@ -193,14 +193,7 @@ def unreserve(state: ClusterState, key: ObjectKey) -> None:
     """The pod `key` no longer reserves its claims: a claim left reserved by nothing is
     deallocated (its devices free), one others still reserve keeps its allocation."""
     for claim in held_claims(state, key):
-        users = tuple(
-            r
-            for r in claim.status.reserved_for
-            if (r.resource, claim.metadata.namespace, r.name) != ("pods", *key)
-        )
-        allocation = claim.status.allocation if users else None
-        status = msgspec.structs.replace(claim.status, allocation=allocation, reserved_for=users)
-        state.put_claim(msgspec.structs.replace(claim, status=status))
+        state.unreserve_claim(claim, key)
 
 
 def pod_claims(state: ClusterState, pod: Pod) -> list[ResourceClaim]:

@@ -280,16 +280,13 @@ class MetricsMemo:
         classes: Collection[str],
         seen: tuple[Pod, tuple[object, ...] | None, RequestShape | None] | None,
     ) -> None:
-        if is_terminal(pod) or not pod.spec.resource_claims:
+        if not counted(pod):
             return
         sources = claim_sources(state, pod)
         if seen is not None and seen[0] is pod and sources is not None and seen[1] == sources:
             shape = seen[2]
         else:
-            try:
-                shape = pod_shape(pod, pod_claims(state, pod), classes, state.features)
-            except ClaimNotFound:
-                shape = None
+            shape = shape_of(state, pod, classes)
         self._shapes[key] = (pod, sources, shape)
         for name in _claim_names(pod):
             self._claim_pods.setdefault(name, set()).add(key)
@@ -351,6 +348,21 @@ class Recent(Generic[K, V]):
     def turn(self) -> None:
         """A measure is done: what it did not use goes at the end of the next one."""
         self.last, self.now = self.now, {}
+
+
+def counted(pod: Pod) -> bool:
+    """Whether the pod's shape counts among the workload's (`shapes`): it asks for devices and
+    has not ended."""
+    return not is_terminal(pod) and bool(pod.spec.resource_claims)
+
+
+def shape_of(state: ClusterState, pod: Pod, classes: Collection[str]) -> RequestShape | None:
+    """A counted pod's shape over `classes` (`stranded.pod_shape`); None: it has none, or one
+    of its claims is missing."""
+    try:
+        return pod_shape(pod, pod_claims(state, pod), classes, state.features)
+    except ClaimNotFound:
+        return None
 
 
 def _take(counts: Counter[RequestShape], shape: RequestShape) -> None:

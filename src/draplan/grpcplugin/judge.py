@@ -16,14 +16,15 @@ at CA's node count, then the accelerators the new nodes strand by the FGD measur
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from draplan.api.core_v1 import Node, Pod
 from draplan.api.draplan_v1alpha1 import NodePool
-from draplan.audit.metrics import workload_shapes
-from draplan.audit.metrics_memo import MetricsMemo
-from draplan.audit.stranded import StrandedMeter, accelerator_classes
+from draplan.api.resource_v1 import DeviceClass
+from draplan.audit.metrics_memo import MetricsMemo, counted, shape_of
+from draplan.audit.stranded import RequestShape, StrandedMeter, accelerator_classes, typical
 from draplan.autoscaler.ca import CAOption, least_waste
 from draplan.autoscaler.estimator import Capacity, PodClass
 from draplan.autoscaler.expanders import DEVICE_AWARE, equal_best, rank
@@ -32,6 +33,7 @@ from draplan.autoscaler.plan import CAChooser
 from draplan.autoscaler.scaleup import ScaleUpPlanner
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node
 from draplan.autoscaler.utilization import waste
+from draplan.cluster.devices import DeviceView
 from draplan.cluster.nodepools import pool_sizes
 from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
@@ -39,6 +41,7 @@ from draplan.grpcplugin.groups import GroupView, node_group_view
 from draplan.grpcplugin.ids import parse
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang
+from draplan.sources.files import gc_paused
 
 # Resources every node template states, so a pod asking only for these is judged right on
 # CA's template node alone.
@@ -98,19 +101,34 @@ class Answer:
         return [first, *(v for v in same[1:] if id(v.option) in equal)]
 
 
-def _add_pending(state: ClusterState, pods: Sequence[Pod]) -> None:
+def _add_pending(state: ClusterState, pods: Iterable[Pod]) -> list[Pod]:
     """CA's pods into the state, pending; a pod the state already holds pending keeps the
-    state's copy (its claim statuses)."""
+    state's copy (its claim statuses). The pods added."""
+    added = []
     for pod in pods:
         key = key_of(pod)
         if key not in state.pods:
             state.pods[key] = pod
+            added.append(pod)
+    return added
 
 
-def _meter(state: ClusterState, memo: MetricsMemo) -> StrandedMeter:
-    views = (v for name in sorted(state.slices.keys()) for v in state.slice_devices(name))
-    classes = accelerator_classes(state.device_classes, views)
-    return StrandedMeter(classes, workload_shapes(state, classes, memo))
+def _workload(
+    state: ClusterState,
+    classes: Collection[str],
+    shapes: tuple[Counter[RequestShape], Collection[RequestShape]],
+    added: Sequence[Pod],
+) -> list[tuple[RequestShape, float]]:
+    """`workload_shapes` of `state` over `classes`, from `shapes` counted before the pods
+    `added` came (theirs alone are looked at: a pod's shape does not depend on other pods)."""
+    counts, pending = Counter(shapes[0]), set(shapes[1])
+    for pod in added:
+        shape = shape_of(state, pod, classes) if counted(pod) else None
+        if shape is not None:
+            counts[shape] += 1
+            if not pod.spec.node_name:
+                pending.add(shape)
+    return typical(counts, pending)
 
 
 def _needs_devices(pod: Pod, template: Node | None) -> bool:
@@ -125,6 +143,23 @@ def _needs_devices(pod: Pod, template: Node | None) -> bool:
     )
 
 
+def ranked(verdicts: Sequence[Verdict], chain: Sequence[str]) -> Answer:
+    """The verdicts as an answer: the kept ranked by `chain`, those that place pods now
+    first."""
+    kept = []
+    for now in (True, False):
+        these = [v.option for v in verdicts if v.option is not None and (v.placed > 0) == now]
+        order = {id(o): n for n, o in enumerate(rank(these, chain))}
+        kept += sorted(
+            (v for v in verdicts if id(v.option) in order), key=lambda v: order[id(v.option)]
+        )
+    return Answer(
+        kept,
+        [v for v in verdicts if v.option is None and v.judged],
+        [v for v in verdicts if not v.judged],
+    )
+
+
 class Judge:
     """Judges options with one scheduler profile; `gangs` as the cluster's scheduler runs."""
 
@@ -132,40 +167,62 @@ class Judge:
         self.scheduler = scheduler
         self.quiet = Scheduler(scheduler.profile, gangs=scheduler.gangs, explain=False)
         self.chain = tuple(chain)
-        # The pods' shapes, kept from request to request (the cluster's pods mostly stay).
+        # Kept from request to request (the cluster's pods and devices mostly stay): the
+        # pods' shapes, and per ResourceSlice the classes that select one of its
+        # accelerators, while its devices and the device classes stay the same.
         self._shapes = MetricsMemo()
+        self._device_classes: object = None
+        self._selected: dict[str, tuple[tuple[DeviceView, ...], frozenset[str]]] = {}
 
     def answer(self, state: ClusterState, candidates: Sequence[Candidate]) -> Answer:
         """Every candidate judged in a fork of `state` (left as it was), the kept ranked."""
+        # Judging allocates much and keeps little: the cyclic collector's passes over the
+        # state's objects would free nothing.
+        with gc_paused(freeze=False):
+            classes = self._accelerator_classes(state)
+            # Counted on the state itself, where the memo reads only what changed.
+            shapes = self._shapes.shapes(state, classes)
+            with state.forked():
+                added = _add_pending(state, (p for c in candidates for p in c.pods))
+                meter = StrandedMeter(classes, _workload(state, classes, shapes, added))
+                verdicts = self.verdicts(state, candidates, meter)
+        return ranked(verdicts, self.chain)
+
+    def _accelerator_classes(self, state: ClusterState) -> dict[str, DeviceClass]:
+        """`accelerator_classes` of every device of the state, slice by slice."""
+        key = tuple(sorted(state.device_classes.items()))
+        if key != self._device_classes:
+            self._device_classes, self._selected = key, {}
+        kept, self._selected = self._selected, {}
+        names: set[str] = set()
+        for name in state.slices:
+            views = state.slice_devices(name)
+            hit = kept.get(name)
+            if hit is None or hit[0] is not views:
+                hit = views, frozenset(accelerator_classes(state.device_classes, views))
+            self._selected[name] = hit
+            names |= hit[1]
+        return {name: dc for name, dc in key if name in names}
+
+    def verdicts(
+        self, state: ClusterState, candidates: Sequence[Candidate], meter: StrandedMeter
+    ) -> list[Verdict]:
+        """Each candidate's verdict, in order, in `state` holding every candidate's pods,
+        its accelerators measured with `meter`."""
+        sizes = pool_sizes(state)  # one pass over the nodes for every option
+        memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
+        # CA offers the same pods to many groups: their gangs and classes are found once.
+        sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
+        sorted_pods: dict[tuple[ObjectKey, ...], tuple[list[Gang], list[PodClass]]] = {}
         verdicts = []
-        with state.forked():
-            for c in candidates:
-                _add_pending(state, c.pods)
-            meter = _meter(state, self._shapes)
-            sizes = pool_sizes(state)  # one pass over the nodes for every option
-            memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
-            # CA offers the same pods to many groups: their gangs and classes are found once.
-            sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
-            sorted_pods: dict[tuple[ObjectKey, ...], tuple[list[Gang], list[PodClass]]] = {}
-            for c in candidates:
-                keys = tuple(sorted({key_of(p) for p in c.pods}))
-                if keys not in sorted_pods:
-                    pods = [state.pods[k] for k in keys]
-                    gangs, _ = sorting.units(state, pods)
-                    sorted_pods[keys] = (gangs, sorting.classes(state, pods))
-                verdicts.append(self._judge(state, c, meter, sizes, memo, *sorted_pods[keys]))
-        kept = []
-        for now in (True, False):
-            these = [v.option for v in verdicts if v.option is not None and (v.placed > 0) == now]
-            order = {id(o): n for n, o in enumerate(rank(these, self.chain))}
-            kept += sorted(
-                (v for v in verdicts if id(v.option) in order), key=lambda v: order[id(v.option)]
-            )
-        return Answer(
-            kept,
-            [v for v in verdicts if v.option is None and v.judged],
-            [v for v in verdicts if not v.judged],
-        )
+        for c in candidates:
+            keys = tuple(sorted({key_of(p) for p in c.pods}))
+            if keys not in sorted_pods:
+                pods = [state.pods[k] for k in keys]
+                gangs, _ = sorting.units(state, pods)
+                sorted_pods[keys] = (gangs, sorting.classes(state, pods))
+            verdicts.append(self._judge(state, c, meter, sizes, memo, *sorted_pods[keys]))
+        return verdicts
 
     def _judge(
         self,

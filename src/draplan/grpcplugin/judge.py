@@ -40,7 +40,7 @@ from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.grpcplugin.groups import GroupView, node_group_view
 from draplan.grpcplugin.ids import parse
 from draplan.scheduler import Scheduler
-from draplan.scheduler.gangs import Gang
+from draplan.scheduler.gangs import Gang, names_a_group
 from draplan.sources.files import gc_paused
 
 # Resources every node template states, so a pod asking only for these is judged right on
@@ -219,7 +219,8 @@ class Judge:
             keys = tuple(sorted({key_of(p) for p in c.pods}))
             if keys not in sorted_pods:
                 pods = [state.pods[k] for k in keys]
-                gangs, _ = sorting.units(state, pods)
+                # The cluster's gangs are a pass over every pod, needed only for pods of one.
+                gangs = sorting.units(state, pods)[0] if any(map(names_a_group, pods)) else []
                 sorted_pods[keys] = (gangs, sorting.classes(state, pods))
             verdicts.append(self._judge(state, c, meter, sizes, memo, *sorted_pods[keys]))
         return verdicts

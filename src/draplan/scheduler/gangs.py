@@ -81,7 +81,21 @@ class _Group:
     api: str
 
 
+def names_a_group(pod: Pod) -> bool:
+    """Whether the pod names a group (a Workload's, a PodGroup, a coscheduling or Kueue pod
+    group): only such a pod can be a gang's member."""
+    labels = pod.metadata.labels
+    return (
+        pod.spec.workload_ref is not None
+        or pod.spec.scheduling_group is not None
+        or bool(labels.get(COSCHEDULING_LABEL))
+        or bool(labels.get(KUEUE_GROUP_LABEL))
+    )
+
+
 def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | None:
+    if not names_a_group(pod):
+        return None
     found = _workload_group(pod, index)
     if found is not None:
         return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from draplan.audit import CATEGORIES, Diagnosis, why
 from draplan.audit.why import Auditor, Placer
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, Scheduler, build_profile
+from draplan.sources.files import gc_paused
 from scale_scenarios import (
     TOPOLOGY_GATE,
     load,
@@ -249,6 +251,39 @@ def test_the_audit_runs_without_the_cyclic_collector_then_leaves_it_as_it_was(
     finally:
         (gc.enable if was else gc.disable)()
     assert during == [False]
+
+
+def test_pauses_of_the_collector_in_two_threads_end_when_the_last_ends() -> None:
+    """`serve`'s audit and the expander's judge pause the collector from two threads, each
+    ending while the other's pause is under way: it stays off until both have ended."""
+    was = gc.isenabled()
+    gc.enable()
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with gc_paused(freeze=False):
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with gc_paused(freeze=False):
+            second_in.set()
+            first_out.wait(10)
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert seen == [False, True]
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 def test_waiting_for_scale_up_gang() -> None:

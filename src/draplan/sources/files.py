@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,24 +31,40 @@ class Document:
     data: Any
 
 
+class _Pauses:
+    """The pauses under way in every thread, and whether the collector ran before the first."""
+
+    lock = threading.Lock()
+    count = 0
+    was_enabled = False
+
+
 @contextmanager
 def gc_paused(freeze: bool = True) -> Iterator[None]:
     """The cyclic collector off while a bulk load (or what is built from it) runs, then as it
-    was; with `freeze`, what the body made is frozen out of later collections."""
+    was once no thread's pause is under way; with `freeze`, what the body made is frozen out of
+    later collections."""
     # Bulk loads, measures and simulations allocate millions of small containers kept to the
     # end; the cyclic collector's passes over them free nothing and cost up to a third of the
     # time. What a load made lives as long as the run: frozen, later collections never scan it
     # again (unfrozen, the first ones after a 100 MB load each walk every object it made). What
     # `draplan serve` measures again and again is not frozen: the next measure replaces it.
-    enabled = gc.isenabled()
-    gc.disable()
+    # The collector is the process's: `serve`'s audit and the expander's judge pause it from
+    # two threads, and the one that ends first must not turn it on under the other.
+    with _Pauses.lock:
+        if not _Pauses.count:
+            _Pauses.was_enabled = gc.isenabled()
+        _Pauses.count += 1
+        gc.disable()
     try:
         yield
     finally:
         if freeze:
             gc.freeze()
-        if enabled:
-            gc.enable()
+        with _Pauses.lock:
+            _Pauses.count -= 1
+            if not _Pauses.count and _Pauses.was_enabled:
+                gc.enable()
 
 
 def _expand(paths: Sequence[str]) -> Iterator[str]:

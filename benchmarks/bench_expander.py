@@ -248,12 +248,17 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
         nodes, 8, min(0.5, 20_000 / (nodes * 8)), 16, (_node_pools(groups), *templates)
     )
     published: list[Answers] = []
-    judged: list[float] = []
+    judged: list[tuple[float, float]] = []  # each call's judging: wall and CPU seconds
+    taken: list[float] = []  # each call's wait for the audited state
     out: dict[str, Any] = {"liveNodes": nodes, "churnPerSecond": CHURN}
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
         auditor = Auditor(plan_process=True)
-        audited = auditor.audited = AuditedState()
+        # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander): on the
+        # newest audited generation's own state; the time each call spends judging is
+        # noted beside.
+        judge = Judge(Scheduler(auditor.profile))
+        audited = auditor.audited = AuditedState(judge.prepare)
         loop = AuditLoop(model, auditor, 0.0, CollectorRegistry(), (published.append,))
         ctx = multiprocessing.get_context("spawn")
         conn, child = ctx.Pipe()
@@ -264,28 +269,32 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
             wait_for(lambda: model.health().ready, timeout=900)
             loop.start()
             wait_for(loop.first_answers.is_set, timeout=900, what="the first audit")
-            # As `serve --expander-listen` serves it (cli.cmd_serve.start_expander): on the
-            # newest audited generation's own state; the time each call spends judging is
-            # noted beside.
-            judge = Judge(Scheduler(auditor.profile))
             answer = judge.answer
 
             def timed(state: ClusterState, offered: Any) -> Any:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.thread_time()
                 try:
                     return answer(state, offered)
                 finally:
-                    judged.append(time.perf_counter() - start)
+                    judged.append((time.perf_counter() - start, time.thread_time() - cpu))
 
             judge.answer = timed  # type: ignore[method-assign]
             server = new_server()
             wait_for(lambda: audited.generation, timeout=600, what="the audited state")
+
+            def provided() -> ClusterState | None:
+                start = time.perf_counter()
+                try:
+                    return audited.state()
+                finally:
+                    taken.append(time.perf_counter() - start)
+
             port = add_expander(
                 server,
                 "localhost:0",
                 None,
                 None,
-                audited.state,
+                provided,
                 insecure=True,
                 judge=judge,
                 lock=audited.reader,
@@ -324,7 +333,13 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
                 "seconds": [round(t, 3) for t in seconds],
                 # Of which judging (the rest: the wire, decoding, applying the changes of
                 # the audits since the last call).
-                "judgingSeconds": [round(t, 3) for t in judging],
+                "judgingSeconds": [round(t, 3) for t, _ in judging],
+                # The judging thread's own CPU time: what the machine's load leaves out.
+                "judgingCpuSeconds": [round(c, 3) for _, c in judging],
+                # The audited state taken (the changes of the audits since, applied).
+                "stateSeconds": [
+                    round(taken[i], 3) for i, c in enumerate(calls) if c[:2] == (options, pods)
+                ],
                 "targetSeconds": target,
                 "withinTarget": max(seconds) <= target,
                 "best": mine[0][4],

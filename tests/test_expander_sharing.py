@@ -216,6 +216,8 @@ def test_shared_and_kept_work_answers_as_each_option_judged_alone(seed: int, rou
     assert isinstance(bare, Node)
     for _ in range(rounds):
         state = mirror.apply(changes, DEFAULT)
+        if rng.random() < 0.5:
+            judge.prepare(state)  # as `serve` does once the changes are applied
         pods = [p for _, p in sorted(state.pods.items()) if not p.spec.node_name]
         pods += [p for p in (decode(d) for d in unseen) if isinstance(p, Pod)]
         if not pods:

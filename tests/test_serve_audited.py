@@ -46,11 +46,13 @@ def test_a_read_equals_a_fresh_load_of_the_generation_last_audited(
     """Mixed vendors (H100, Gaudi3, TPU), control-plane and system nodes, DaemonSet pods:
     each generation takes some objects out and puts back some taken before; the audited state
     is attached before generation `attach` (late: it is offered every object first) and read
-    after the audits that `steps` say."""
+    after the audits that `steps` say. What the reader keeps of the state is brought up to
+    date (`prepare`) with the state as the reader then gets it."""
     objects = [decode(doc) for doc in cluster(seed)]
     live = IncrementalState([(o, "src") for o in objects])
     auditor = Auditor()
-    audited = AuditedState()
+    prepared: list[tuple[ClusterState, object]] = []
+    audited = AuditedState(lambda state: prepared.append((state, projection(state))))
     out: list[object] = []
     try:
         for generation, (pick, read) in enumerate(steps, start=1):
@@ -70,6 +72,7 @@ def test_a_read_equals_a_fresh_load_of_the_generation_last_audited(
                 assert got is not None and audited.generation == generation
                 fresh = _fresh(state)
                 assert projection(got) == projection(fresh)
+                assert prepared[-1] == (got, projection(got))
                 assert schedule_outcome(got) == schedule_outcome(fresh)
                 # The reader's state is its own: the live one moves on without it.
                 assert got is not state

@@ -61,7 +61,8 @@ def start_expander(
     from draplan.scheduler import Scheduler
     from draplan.serve.audited import AuditedState
 
-    audited = loop.auditor.audited = AuditedState()
+    judge = Judge(Scheduler(profile))
+    audited = loop.auditor.audited = AuditedState(judge.prepare)
     try:
         return start_expander_server(
             addr,
@@ -69,7 +70,7 @@ def start_expander(
             tls_key,
             lambda: audited.state() if loop.first_answers.is_set() else None,
             insecure=insecure,
-            judge=Judge(Scheduler(profile)),
+            judge=judge,
             lock=audited.reader,
         )
     except (TLSRequired, OSError, RuntimeError) as err:

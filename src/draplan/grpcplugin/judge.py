@@ -179,14 +179,26 @@ class Judge:
         # Judging allocates much and keeps little: the cyclic collector's passes over the
         # state's objects would free nothing.
         with gc_paused(freeze=False):
-            classes = self._accelerator_classes(state)
-            # Counted on the state itself, where the memo reads only what changed.
-            shapes = self._shapes.shapes(state, classes)
+            classes, shapes = self._workload_of(state)
             with state.forked():
                 added = _add_pending(state, (p for c in candidates for p in c.pods))
                 meter = StrandedMeter(classes, _workload(state, classes, shapes, added))
                 verdicts = self.verdicts(state, candidates, meter)
         return ranked(verdicts, self.chain)
+
+    def prepare(self, state: ClusterState) -> None:
+        """Bring what the judge keeps from request to request up to date with `state`: the
+        thread that changes the state may, between requests, so that a request finds it
+        done (`serve.audited`)."""
+        self._workload_of(state)
+
+    def _workload_of(
+        self, state: ClusterState
+    ) -> tuple[dict[str, DeviceClass], tuple[Counter[RequestShape], Collection[RequestShape]]]:
+        """The classes that select an accelerator of `state`, and the shapes of its pods over
+        them (counted on the state itself, where the memo reads only what changed)."""
+        classes = self._accelerator_classes(state)
+        return classes, self._shapes.shapes(state, classes)
 
     def _accelerator_classes(self, state: ClusterState) -> dict[str, DeviceClass]:
         """`accelerator_classes` of every device of the state, slice by slice."""

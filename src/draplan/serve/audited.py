@@ -16,6 +16,7 @@ offered changes the reader has not taken yet are held once per object."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
 from draplan.api.features import FeatureGates
@@ -45,9 +46,12 @@ class _Reader:
 
 class AuditedState:
     """The newest audited generation's objects as a state: `offer` from the audit thread,
-    `state` under `reader` from the reader's."""
+    `state` under `reader` from the reader's. `prepare`: what the reader keeps of the state
+    (the expander's `Judge.prepare`), brought up to date each time changes are applied, so
+    that the reader mostly finds it done."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: Callable[[ClusterState], None] | None = None) -> None:
+        self._prepare = prepare
         self.lock = threading.Lock()
         """Held while offered changes are applied and by `reader`."""
         self.reader = _Reader(self.lock)
@@ -110,5 +114,7 @@ class AuditedState:
             put = [value for value in pending.values() if value is not None]
             gone = [key for key, value in pending.items() if value is None]
             self._state = self._mirror.apply(Changes(put, gone), features)
+            if self._prepare is not None:
+                self._prepare(self._state)
         self.generation = generation
         return self._state

@@ -160,3 +160,34 @@ def test_a_whole_dump_directory_with_other_kinds_works(run_cli: Any) -> None:
             "notice: skipped 1 Deployment (apps/v1): not a kind draplan reads",
             "notice: skipped 1 Job (batch/v1): not a kind draplan reads",
         ], command
+
+
+def test_every_command_module_is_listed_for_lazy_loading() -> None:
+    """`COMMAND_MODULES` names each command of each `cmd_*` module, and nothing else: a
+    command missing there could never run, one listed in the wrong module fails on use."""
+    import importlib
+    import pkgutil
+
+    import draplan.cli as package
+    from draplan.cli.main import COMMAND_MODULES
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"draplan.cli.{info.name}")
+            found.update({command.name: info.name for command in module.COMMANDS})
+    assert found == COMMAND_MODULES
+
+
+def test_a_command_imports_no_other_command_module() -> None:
+    """`draplan why` loads cmd_why only: the other commands' imports (the simulator, the
+    gRPC expander, migrate) are not paid for."""
+    code = (
+        "import sys; from draplan.cli.main import main\n"
+        "try:\n    main(['why', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(*sorted(m for m in sys.modules if m.startswith('draplan.cli.cmd_')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # cmd_completion names the completion variable main() hands to click.
+    loaded = out.stdout.strip().splitlines()[-1].split()
+    assert loaded == ["draplan.cli.cmd_completion", "draplan.cli.cmd_why"]

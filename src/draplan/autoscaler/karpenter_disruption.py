@@ -60,8 +60,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 
-from croniter import croniter
-
 from draplan.api.core_v1 import Node, Pod, Taint
 from draplan.api.duration import parse_duration
 from draplan.api.karpenter import (
@@ -150,6 +148,8 @@ def budget_allows(budget: Budget, nodes: int, now: datetime) -> int:
     """Budget.GetAllowedDisruptions: unbounded while its schedule is inactive; a percentage
     of `nodes` is rounded up (intstr.GetScaledValueFromIntOrPercent)."""
     if budget.schedule:
+        from croniter import croniter  # a budget schedule is rare: most runs never import it
+
         if not croniter.is_valid(budget.schedule):
             return 0  # a schedule cron cannot read: the budget fails closed, as upstream's
         window = timedelta(seconds=parse_duration(budget.duration))

@@ -16,7 +16,13 @@ import msgspec
 
 from draplan.api.draplan_v1alpha1 import Scenario
 from draplan.api.errors import BadInput
-from draplan.cli.common import filename_option, input_settings, output_option, prices_option
+from draplan.cli.common import (
+    date_option,
+    filename_option,
+    input_settings,
+    output_option,
+    prices_option,
+)
 from draplan.cli.common import load_input as load_cluster_input
 from draplan.cli.outfile import check_target, write_file
 from draplan.cli.output import emit_document, emit_table
@@ -86,15 +92,6 @@ def write_reports(
         write_file(html[0], html_report(name, results, info), html[1])
     if markdown[0] is not None:
         write_file(markdown[0], markdown_summary(name, results, info), markdown[1])
-
-
-def date_option(func: Any) -> Any:
-    """`--date`: what the report states as its date (see `draplan.report.info`)."""
-    return click.option(
-        "--date",
-        metavar="YYYY-MM-DD",
-        help="The date the report states (default: $SOURCE_DATE_EPOCH, else today in UTC).",
-    )(func)
 
 
 def emit_results(name: str, results: list[SimResult], output: str) -> None:

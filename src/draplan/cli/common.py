@@ -222,6 +222,15 @@ def load_input(
     return objects
 
 
+def date_option(func: F) -> F:
+    """`--date`: what the report states as its date (see `draplan.report.info`)."""
+    return click.option(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="The date the report states (default: $SOURCE_DATE_EPOCH, else today in UTC).",
+    )(func)
+
+
 def prices_option(func: F) -> F:
     """`--prices FILE`: prices of the pools derived when no NodePool is given."""
     return click.option(

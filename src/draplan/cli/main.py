@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 import statistics
 import sys
 import time
@@ -22,8 +21,8 @@ from draplan.api.resource_v1 import ResourceClaim
 from draplan.autoscaler.templates import make_node
 from draplan.cli import interrupts
 from draplan.cli.cmd_completion import COMPLETE_VAR
-from draplan.cli.cmd_simulate import date_option
 from draplan.cli.common import (
+    date_option,
     filename_option,
     input_settings,
     load_input,
@@ -40,7 +39,46 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+# The commands of the `draplan.cli.cmd_*` modules, by name: a module is imported when one of
+# its commands runs (or help lists them), so a command does not pay for the others' imports.
+COMMAND_MODULES = {
+    "bench": "cmd_bench",
+    "completion": "cmd_completion",
+    "docs": "cmd_docs",
+    "expander": "cmd_expander",
+    "metrics": "cmd_metrics",
+    "migrate": "cmd_migrate",
+    "pools": "cmd_pools",
+    "report": "cmd_simulate",
+    "scale": "cmd_scale",
+    "schedule": "cmd_schedule",
+    "serve": "cmd_serve",
+    "simulate": "cmd_simulate",
+    "snapshot": "cmd_snapshot",
+    "sweep": "cmd_simulate",
+    "why": "cmd_why",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose `COMMAND_MODULES` commands are imported when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            for command in importlib.import_module(f"draplan.cli.{module}").COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+)
 @click.version_option(__version__, prog_name="draplan")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -265,20 +303,6 @@ def demo(export_dir: str | None, report: str, date: str | None) -> None:
         return
     for name, path in export(export_dir):
         click.echo(f"wrote {path}: {EXPORTS[name]}")
-
-
-def _register_command_modules() -> None:
-    """Each `draplan.cli.cmd_*` module contributes its click commands in `COMMANDS`."""
-    import draplan.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"draplan.cli.{info.name}")
-            for command in module.COMMANDS:
-                cli.add_command(command)
-
-
-_register_command_modules()
 
 
 def main(argv: list[str] | None = None) -> None:

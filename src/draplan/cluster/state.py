@@ -7,7 +7,7 @@ is linear in what the fork wrote (the contract of Cluster Autoscaler's delta sna
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -83,12 +83,12 @@ def origin_key(obj: KubeStruct) -> OriginKey:
     return (f"{getattr(obj, 'api_version', '')}/{getattr(obj, 'kind', '')}", key_of(obj))
 
 
-def _check_gated_fields(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+def _check_gated_fields(obj: ResourceSlice, source: str, features: FeatureGates) -> None:
     """Fields of an alpha feature whose gate is off: the API server drops them, which leaves
     the object invalid or different, so their presence is an error here."""
     lists_off = "DRAListTypeAttributes" not in features
     groups_off = "DRADeviceCompatibilityGroups" not in features
-    if not isinstance(obj, ResourceSlice) or not (lists_off or groups_off):
+    if not (lists_off or groups_off):
         return
     for i, dev in enumerate(obj.spec.devices):
         if lists_off:
@@ -122,14 +122,16 @@ def _check_gated_fields(obj: KubeStruct, source: str, features: FeatureGates) ->
                     )
 
 
-def _check_selectors(obj: KubeStruct, source: str, features: FeatureGates) -> None:
+def _check_selectors(
+    obj: DeviceClass | ResourceClaim | ResourceClaimTemplate, source: str, features: FeatureGates
+) -> None:
     """CEL selectors must compile, as the API server checks at admission; draplan.api cannot
     check it (it sits below draplan.cel), so it is checked where a snapshot is assembled.
     Without DRAListTypeAttributes there is no includes()."""
     groups: list[tuple[str, tuple[DeviceSelector, ...]]] = []
     if isinstance(obj, DeviceClass):
         groups.append(("spec.selectors", obj.spec.selectors))
-    elif isinstance(obj, ResourceClaim | ResourceClaimTemplate):
+    else:
         claim = obj.spec if isinstance(obj, ResourceClaim) else obj.spec.spec
         prefix = "spec" if isinstance(obj, ResourceClaim) else "spec.spec"
         for i, req in enumerate(claim.devices.requests):
@@ -204,8 +206,11 @@ def admit(
 def check_object(obj: KubeStruct, source: str, features: FeatureGates) -> None:
     """BadInput unless every CEL selector of `obj` compiles and it uses no field of a gate
     that is off: what `from_objects` checks of each object."""
-    _check_selectors(obj, source, features)
-    _check_gated_fields(obj, source, features)
+    # Only these kinds have either (a dump's pods, the most objects, skip both at once).
+    if isinstance(obj, ResourceSlice):
+        _check_gated_fields(obj, source, features)
+    elif isinstance(obj, DeviceClass | ResourceClaim | ResourceClaimTemplate):
+        _check_selectors(obj, source, features)
 
 
 FEW_SLICES = 16
@@ -326,6 +331,7 @@ class ClusterState:
         state.features = features
         claims: list[ResourceClaim] = []
         slices: list[ResourceSlice] = []
+        pods: list[tuple[ObjectKey, Pod]] = []
         for item in objects:
             obj, source = item if isinstance(item, tuple) else (item, "")
             key = key_of(obj)
@@ -335,7 +341,7 @@ class ClusterState:
             elif isinstance(obj, Pod):
                 state.pods[key] = obj
                 state.pod_labels.add(key, obj)
-                state._place(key, obj, +1)
+                pods.append((key, obj))
             elif isinstance(obj, ResourceClaim):
                 claims.append(obj)
             elif isinstance(obj, ResourceSlice):
@@ -345,6 +351,7 @@ class ClusterState:
                 table[at] = obj
             else:
                 state.others.append(obj)
+        state._place_new(pods)
         for rs in slices:
             state.add_slice(rs)
         for claim in claims:
@@ -704,6 +711,44 @@ class ClusterState:
         else:
             self.held.pop(key)
         self._add_usage(node_name, pod, sign)
+
+    def _place_new(self, pods: list[tuple[ObjectKey, Pod]]) -> None:
+        """`_place` of every pod of a state being built, each node written once: its pods'
+        requests summed in place and its pods listed, not a copy of both per pod."""
+        requested: dict[str, Resources] = {}
+        bound: dict[str, list[ObjectKey]] = {}
+        # Pods of one template ask alike: their usage is worked out once.
+        usages: dict[Hashable, Resources] = {}
+        for key, pod in pods:
+            if is_terminal(pod):
+                continue
+            node_name = pod.spec.node_name
+            if node_name:
+                bound.setdefault(node_name, []).append(key)
+                if has_pod_affinity(pod):
+                    self.affinity_pods[key] = node_name
+            else:
+                node_name = pod.status.nominated_node_name
+                if not node_name or is_gated(pod):
+                    continue
+                self.held[key] = node_name
+            spec = pod.spec
+            alike: Hashable = None
+            if not (spec.init_containers or spec.overhead or spec.resources):
+                alike = tuple(tuple(c.resources.requests.items()) for c in spec.containers)
+            usage = usages.get(alike) if alike is not None else None
+            if usage is None:
+                usage = self.usage(pod)
+                if alike is not None:
+                    usages[alike] = usage
+            used = requested.setdefault(node_name, {})
+            for name, amount in usage.items():
+                used[name] = used.get(name, 0) + amount
+        for node_name, keys in bound.items():
+            self.node_pods[node_name] = tuple(keys)
+        for node_name, used in requested.items():
+            self.node_requested[node_name] = used
+            self.touch(node_name)
 
     def release(self, key: ObjectKey) -> None:
         """Stop counting a nominated pod's requests on its node (for one scheduling cycle of a

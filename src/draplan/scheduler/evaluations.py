@@ -94,6 +94,8 @@ MEMO_ENTRIES = 1 << 16  # per table; a full table is dropped at once
 PAST = 3  # answers (per shape) and signatures kept per node for versions a revert brings back
 SAMPLE = 3  # failures with allocator evidence that fit_error shows
 
+_SPEC_ENCODER = msgspec.msgpack.Encoder(enc_hook=str)  # a device's spec as bytes, to compare
+
 DraMemo = dict[tuple[int, int], tuple[Status, str]]
 T = TypeVar("T", str, int)
 
@@ -418,19 +420,27 @@ class Evaluator:
             return hit[1], hit[2]
         local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
         groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
+        # A pool's devices mostly carry the same attribute names: what is read of them is
+        # looked up once per set of names.
+        reads: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+        encode = _SPEC_ENCODER.encode
+        replace = msgspec.structs.replace
         for i, v in enumerate(pool.devices):
             attributes = v.device.attributes
-            read = self._read_names(v.driver, tuple(attributes))
-            if read is None:
-                device = msgspec.structs.replace(v.device, name="")
+            names = tuple(attributes)
+            if names in reads:
+                read = reads[names]
             else:
-                kept = {k: attributes[k] for k in read}
-                device = msgspec.structs.replace(v.device, name="", attributes=kept)
+                read = reads[names] = self._read_names(v.driver, names)
+            if read is None:
+                device = replace(v.device, name="")
+            else:
+                device = replace(v.device, name="", attributes={k: attributes[k] for k in read})
             spec = (
-                msgspec.msgpack.encode(device, enc_hook=str),
+                encode(device),
                 v.node_name == node,
                 v.all_nodes,
-                msgspec.msgpack.encode(v.node_term, enc_hook=str) if v.node_term else b"",
+                encode(v.node_term) if v.node_term else b"",
             )
             groups.setdefault(spec, []).append(i)
         template = (

@@ -29,6 +29,9 @@ def _running(pod: Pod) -> Iterable[Container]:
 def host_ports(pod: Pod) -> tuple[HostPort, ...]:
     """GetHostPorts, each port sanitized as HostPortInfo does (empty IP: 0.0.0.0, empty
     protocol: TCP)."""
+    spec = pod.spec
+    if not spec.init_containers and not any(c.ports for c in spec.containers):
+        return ()  # most pods: asked for every pod on every node a signature reads
     return tuple(
         (p.host_ip or BIND_ALL, p.protocol or "TCP", p.host_port)
         for c in _running(pod)

@@ -55,6 +55,7 @@ def projection(state: ClusterState) -> dict[str, Any]:
         # The pods each node holds and those with pod affinity (ClusterState's pod index).
         "node_pods": {n: sorted(keys) for n, keys in sorted(state.node_pods.items()) if keys},
         "affinity_pods": dict(sorted(state.affinity_pods.items())),
+        "port_pods": {n: sorted(keys) for n, keys in sorted(state.port_pods.items()) if keys},
         "bindings": sorted((k, p.spec.node_name) for k, p in state.pods.items()),
         "claims": dict(state.claims.items()),
         "classes": state.device_classes,

@@ -10,7 +10,8 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draplan.api.core_v1 import Affinity, Pod, PodAffinity, PodSchedulingGate
+from draplan.api.core_v1 import Affinity, ContainerPort, Pod, PodAffinity, PodSchedulingGate
+from draplan.cluster.podresources import host_ports
 from draplan.cluster.state import ClusterState
 from scheduler_builders import MakeNode, MakePod
 
@@ -50,9 +51,19 @@ def _pod(i: int, kind: int, ask: int, node: int) -> Pod:
         return msgspec.structs.replace(
             pod, status=msgspec.structs.replace(pod.status, phase="Succeeded")
         )
-    pod = make.node(NODES[node]).obj()  # with pod anti-affinity (NodeInfo.PodsWithAffinity)
-    affinity = Affinity(pod_anti_affinity=PodAffinity())
-    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, affinity=affinity))
+    if kind == 5:  # with pod anti-affinity (NodeInfo.PodsWithAffinity)
+        pod = make.node(NODES[node]).obj()
+        affinity = Affinity(pod_anti_affinity=PodAffinity())
+        return msgspec.structs.replace(
+            pod, spec=msgspec.structs.replace(pod.spec, affinity=affinity)
+        )
+    # A node-exporter DaemonSet pod holding a host port (NodeInfo.UsedPorts).
+    pod = make.node(NODES[node]).obj()
+    port = ContainerPort(container_port=9100, host_port=9100)
+    container = msgspec.structs.replace(pod.spec.containers[0], ports=(port,))
+    return msgspec.structs.replace(
+        pod, spec=msgspec.structs.replace(pod.spec, containers=(container,))
+    )
 
 
 def _ledgers(state: ClusterState) -> dict[str, Any]:
@@ -62,13 +73,22 @@ def _ledgers(state: ClusterState) -> dict[str, Any]:
         "node_pods": dict(state.node_pods.items()),
         "held": dict(state.held.items()),
         "affinity_pods": dict(state.affinity_pods.items()),
+        "port_pods": dict(state.port_pods.items()),
     }
+
+
+def _ports_by_node(state: ClusterState) -> dict[str, tuple[tuple[str, str], ...]]:
+    held = {
+        n: tuple(k for k in keys if host_ports(state.pods[k]))
+        for n, keys in state.node_pods.items()
+    }
+    return {n: keys for n, keys in held.items() if keys}
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 5), st.integers(0, len(ASKS) - 1), st.integers(0, 2)),
+        st.tuples(st.integers(0, 6), st.integers(0, len(ASKS) - 1), st.integers(0, 2)),
         max_size=30,
     )
 )
@@ -81,6 +101,13 @@ def test_a_bulk_load_counts_pods_as_putting_them_one_by_one(
     one_by_one = ClusterState.from_objects(nodes)
     for pod in pods:
         one_by_one.put_pod(pod)
+    assert _ledgers(loaded) == _ledgers(one_by_one)
+    # Pods leaving (a fork's trial, then for good) keep the ports index to the pods held.
+    loaded.fork()
+    for pod in pods[::2]:
+        loaded.delete_pod((pod.metadata.namespace, pod.metadata.name))
+    assert _ports_by_node(loaded) == {n: k for n, k in loaded.port_pods.items() if k}
+    loaded.revert()
     assert _ledgers(loaded) == _ledgers(one_by_one)
     # A node whose pods count has a version of its own: per-node caches tell it apart.
     assert all(loaded.version(n)[1] > 0 for n in loaded.node_requested)

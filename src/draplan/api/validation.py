@@ -197,6 +197,7 @@ def check_max(items: Collection[object], limit: int, path: str) -> None:
 
 
 def check_unique(names: Iterable[str], path: str) -> None:
+    """No name twice (hot callers test for two items first: most of their lists hold one)."""
     seen: set[str] = set()
     for i, name in enumerate(names):
         if name in seen:
@@ -289,7 +290,8 @@ def validate_resource_slice(rs: resource_v1.ResourceSlice) -> None:
     if spec.devices and spec.shared_counters:
         raise fail("spec", "devices and sharedCounters are mutually exclusive (resource.k8s.io/v1)")
     check_max(spec.shared_counters, MAX_COUNTER_SETS, "spec.sharedCounters")
-    check_unique((c.name for c in spec.shared_counters), "spec.sharedCounters")
+    if len(spec.shared_counters) > 1:
+        check_unique((c.name for c in spec.shared_counters), "spec.sharedCounters")
     for i, cs in enumerate(spec.shared_counters):
         path = f"spec.sharedCounters[{i}]"
         check_dns_label(cs.name, f"{path}.name")
@@ -563,7 +565,8 @@ def validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> None:
     devices = spec.devices
     rpath = f"{path}.devices.requests"
     check_max(devices.requests, MAX_REQUESTS, rpath)
-    check_unique((r.name for r in devices.requests), rpath)
+    if len(devices.requests) > 1:
+        check_unique((r.name for r in devices.requests), rpath)
     refs: set[str] = set()
     for i, req in enumerate(devices.requests):
         p = f"{rpath}[{i}]"
@@ -641,8 +644,10 @@ def validate_pod(pod: core_v1.Pod) -> None:
                 f"spec.resourceClaims[{i}]",
                 "exactly one of resourceClaimName or resourceClaimTemplateName is required",
             )
-    check_unique((rc.name for rc in pod.spec.resource_claims), "spec.resourceClaims")
-    check_unique((g.name for g in pod.spec.scheduling_gates), "spec.schedulingGates")
+    if len(pod.spec.resource_claims) > 1:
+        check_unique((rc.name for rc in pod.spec.resource_claims), "spec.resourceClaims")
+    if len(pod.spec.scheduling_gates) > 1:
+        check_unique((g.name for g in pod.spec.scheduling_gates), "spec.schedulingGates")
     check_preemption_policy(pod.spec.preemption_policy, "spec.preemptionPolicy")
     names = {rc.name for rc in pod.spec.resource_claims}
     for c, container in enumerate(pod.spec.containers):

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from itertools import islice
 
 from draplan.api.core_v1 import Node, Pod
+from draplan.cluster.podresources import host_ports
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler.plugins.interpodaffinity import InterPodAffinity, satisfies_affinity
-from draplan.scheduler.plugins.nodeports import conflicts, host_ports
+from draplan.scheduler.plugins.nodeports import conflicts
 from draplan.scheduler.plugins.podaffinityterms import namespace_labels, pod_terms
 from draplan.scheduler.plugins.podtopologyspread import PodTopologySpread, count_matching
 

@@ -160,6 +160,34 @@ def node_allocatable(node: Node) -> Resources:
     return {name: q.milli_value() for name, q in source.items()}
 
 
+BIND_ALL = "0.0.0.0"  # DefaultBindAllHostIP
+
+HostPort = tuple[str, str, int]  # (host IP, protocol, port), defaults filled in
+
+
+def _running(pod: Pod) -> Iterable[Container]:
+    """Init containers with restartPolicy Always (sidecars, for the pod's whole life), then
+    the app containers: whose host ports the pod holds."""
+    for c in pod.spec.init_containers:
+        if c.restart_policy == "Always":
+            yield c
+    yield from pod.spec.containers
+
+
+def host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """GetHostPorts (pkg/scheduler/util; NodePorts' filter reads them), each port sanitized as
+    HostPortInfo does (empty IP: 0.0.0.0, empty protocol: TCP)."""
+    spec = pod.spec
+    if not spec.init_containers and not any(c.ports for c in spec.containers):
+        return ()  # most pods: asked of every pod a node takes
+    return tuple(
+        (p.host_ip or BIND_ALL, p.protocol or "TCP", p.host_port)
+        for c in _running(pod)
+        for p in c.ports
+        if p.host_port > 0
+    )
+
+
 def is_terminal(pod: Pod) -> bool:
     return pod.status.phase in ("Succeeded", "Failed")
 

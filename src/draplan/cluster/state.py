@@ -55,6 +55,7 @@ from draplan.cluster.podlabels import PodLabels
 from draplan.cluster.podresources import (
     Resources,
     bound_usage,
+    host_ports,
     is_gated,
     is_terminal,
 )
@@ -273,6 +274,9 @@ class ClusterState:
         # and those with pod affinity or anti-affinity terms by node (NodeInfo.PodsWithAffinity).
         self.node_pods: LayeredDict[str, tuple[ObjectKey, ...]] = LayeredDict()
         self.affinity_pods: LayeredDict[ObjectKey, str] = LayeredDict()
+        # Of each node's pods, those with host ports (NodeInfo.UsedPorts' pods), in binding
+        # order: most pods have none, and NodePorts reads a node's ports for every node.
+        self.port_pods: LayeredDict[str, tuple[ObjectKey, ...]] = LayeredDict()
         # Every pod ever held, filed by namespace and label (a superset, across forks).
         self.pod_labels = PodLabels()
         # The waiting pods whose requests count on the node they are nominated to (the
@@ -312,6 +316,7 @@ class ClusterState:
             self.node_requested,
             self.node_pods,
             self.affinity_pods,
+            self.port_pods,
             self.held,
             self.node_version,
             self.search_start,
@@ -674,14 +679,19 @@ class ClusterState:
         self._add_usage(node_name, pod, sign)
         key = key_of(pod)
         held = self.node_pods.get(node_name) or ()
+        ported = self.port_pods.get(node_name) or ()
         if sign > 0:
             self.node_pods[node_name] = (*held, key)
             if has_pod_affinity(pod):
                 self.affinity_pods[key] = node_name
+            if host_ports(pod):
+                self.port_pods[node_name] = (*ported, key)
         else:
             self.node_pods[node_name] = tuple(k for k in held if k != key)
             if key in self.affinity_pods:
                 del self.affinity_pods[key]
+            if key in ported:
+                self.port_pods[node_name] = tuple(k for k in ported if k != key)
 
     def pods_on(self, node_name: str) -> list[Pod]:
         """The pods `node_name` holds (bound, not finished), in the order they were bound."""
@@ -727,6 +737,8 @@ class ClusterState:
                 bound.setdefault(node_name, []).append(key)
                 if has_pod_affinity(pod):
                     self.affinity_pods[key] = node_name
+                if host_ports(pod):
+                    self.port_pods[node_name] = (*(self.port_pods.get(node_name) or ()), key)
             else:
                 node_name = pod.status.nominated_node_name
                 if not node_name or is_gated(pod):

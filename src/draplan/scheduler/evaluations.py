@@ -292,8 +292,11 @@ def shareable(pod: Pod, claims: Iterable[ResourceClaim]) -> bool:
     return all(claim.status.allocation is None for claim in claims)
 
 
+_NO_SHARES: tuple[int, tuple[tuple[str, int], ...]] = (0, ())
+
+
 def _shared_use(use: SharedUse | None) -> tuple[int, tuple[tuple[str, int], ...]]:
-    return (0, ()) if use is None else (use.shares, tuple(sorted(use.consumed.items())))
+    return _NO_SHARES if use is None else (use.shares, tuple(sorted(use.consumed.items())))
 
 
 class Usage(NamedTuple):
@@ -479,13 +482,17 @@ class Evaluator:
         name = node.metadata.name
         exclusive = state.exclusive
         shared = state.shared
+        any_shared = bool(shared)  # most clusters share no device: one lookup per device then
         raw = []
         parts = []
         for pool in state.pools_for_node(node):
             template, groups = self._pool_template(pool, name)
-            ledger = tuple(
-                (exclusive.get(v.id) or 0, _shared_use(shared.get(v.id))) for v in pool.devices
-            )
+            if any_shared:
+                ledger = tuple(
+                    (exclusive.get(v.id) or 0, _shared_use(shared.get(v.id))) for v in pool.devices
+                )
+            else:
+                ledger = tuple((exclusive.get(v.id) or 0, _NO_SHARES) for v in pool.devices)
             counters = tuple(state.counter_used(pool.id, k) for k in sorted(pool.counters))
             raw.append((template, ledger, counters))
             canonical = tuple(tuple(sorted(ledger[i] for i in group)) for group in groups)

@@ -123,10 +123,13 @@ def _group_of(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | None:
 
 
 def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | None:
+    ref = pod.spec.workload_ref
+    sg = pod.spec.scheduling_group
+    if ref is None and sg is None:
+        return None  # most pods: nothing more to read
     ns = pod.metadata.namespace
     key: tuple[str, ...]
     kueue = _kueue_topology(pod)
-    ref = pod.spec.workload_ref
     if ref is not None:
         key = ("Workload/v1alpha1", ns, ref.name, ref.pod_group, ref.pod_group_replica_key)
         label = f"Workload {ns}/{ref.name} podGroup {ref.pod_group}"
@@ -139,28 +142,26 @@ def _workload_group(pod: Pod, index: dict[tuple[str, ...], object]) -> _Group | 
             missing = f"podGroup {ref.pod_group} not in workload {ref.name}"
             return _Group(key, label, 0, None, None, missing, WORKLOAD)
         return _Group(key, label, _gang_min(group.policy), None, kueue, "", WORKLOAD)
-    sg = pod.spec.scheduling_group
-    if sg is not None:
-        key = ("PodGroup", ns, sg.pod_group_name)
-        label = f"PodGroup {ns}/{sg.pod_group_name}"
-        pg = index.get(key)
-        if not isinstance(pg, PodGroupV1Alpha2 | PodGroupV1Beta1):
-            missing = f"podgroup {ns}/{sg.pod_group_name} not found"
-            return _Group(key, label, 0, None, None, missing, WORKLOAD)
-        policy, constraints = pg.spec.scheduling_policy, pg.spec.scheduling_constraints
-        made_from = template_ref(pg)
-        wl = index.get(("Workload", ns, made_from[0])) if made_from is not None else None
-        if made_from is not None and isinstance(wl, WorkloadV1Alpha2 | WorkloadV1Beta1):
-            tmpl = next((t for t in wl.spec.pod_group_templates if t.name == made_from[1]), None)
-            if tmpl is not None:
-                if policy.gang is None and policy.basic is None:
-                    policy = tmpl.scheduling_policy
-                constraints = constraints or tmpl.scheduling_constraints
-        topo = None
-        if constraints is not None and constraints.topology:
-            topo = TopologyRule(constraints.topology[0].key, True)
-        return _Group(key, label, _gang_min(policy), topo, kueue, "", WORKLOAD)
-    return None
+    assert sg is not None  # one of the two, by the test above
+    key = ("PodGroup", ns, sg.pod_group_name)
+    label = f"PodGroup {ns}/{sg.pod_group_name}"
+    pg = index.get(key)
+    if not isinstance(pg, PodGroupV1Alpha2 | PodGroupV1Beta1):
+        missing = f"podgroup {ns}/{sg.pod_group_name} not found"
+        return _Group(key, label, 0, None, None, missing, WORKLOAD)
+    policy, constraints = pg.spec.scheduling_policy, pg.spec.scheduling_constraints
+    made_from = template_ref(pg)
+    wl = index.get(("Workload", ns, made_from[0])) if made_from is not None else None
+    if made_from is not None and isinstance(wl, WorkloadV1Alpha2 | WorkloadV1Beta1):
+        tmpl = next((t for t in wl.spec.pod_group_templates if t.name == made_from[1]), None)
+        if tmpl is not None:
+            if policy.gang is None and policy.basic is None:
+                policy = tmpl.scheduling_policy
+            constraints = constraints or tmpl.scheduling_constraints
+    topo = None
+    if constraints is not None and constraints.topology:
+        topo = TopologyRule(constraints.topology[0].key, True)
+    return _Group(key, label, _gang_min(policy), topo, kueue, "", WORKLOAD)
 
 
 def topology_constraints_on(features: FeatureGates) -> bool:
@@ -202,10 +203,10 @@ def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
     info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str, str]] = {}
     # In pod name order; only the pods of some group are sorted (a sort of every pod's key
     # cost more than finding the groups).
-    grouped = [(k, g) for k, p in state.pods.items() if (g := _group_of(p, index)) is not None]
+    # kube-scheduler gangs only the Workload API's groups: the other labels are not read.
+    group_of = _workload_group if kube else _group_of
+    grouped = [(k, g) for k, p in state.pods.items() if (g := group_of(p, index)) is not None]
     for pkey, found in sorted(grouped, key=lambda kg: kg[0]):
-        if kube and found.api != WORKLOAD:
-            continue
         if kube:
             # kube-scheduler: minCount only where its gang scheduling runs, the domain only
             # with the topology gate, never Kueue's annotations (Kueue's TAS ungater turns

@@ -6,38 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draplan.api.core_v1 import Container, Node, Pod
+from draplan.api.core_v1 import Node, Pod
+from draplan.cluster.podresources import BIND_ALL, HostPort, host_ports
 from draplan.cluster.state import ClusterState
 from draplan.scheduler.framework import SKIP, SUCCESS, CycleState, PodInfo, Status, unschedulable
 
 NAME = "NodePorts"
 REASON = "node(s) didn't have free ports for the requested pod ports"
-BIND_ALL = "0.0.0.0"  # DefaultBindAllHostIP
-
-HostPort = tuple[str, str, int]  # (host IP, protocol, port), defaults filled in
-
-
-def _running(pod: Pod) -> Iterable[Container]:
-    """Init containers with restartPolicy Always (sidecars, for the pod's whole life), then
-    the app containers: whose host ports the pod holds."""
-    for c in pod.spec.init_containers:
-        if c.restart_policy == "Always":
-            yield c
-    yield from pod.spec.containers
-
-
-def host_ports(pod: Pod) -> tuple[HostPort, ...]:
-    """GetHostPorts, each port sanitized as HostPortInfo does (empty IP: 0.0.0.0, empty
-    protocol: TCP)."""
-    spec = pod.spec
-    if not spec.init_containers and not any(c.ports for c in spec.containers):
-        return ()  # most pods: asked for every pod on every node a signature reads
-    return tuple(
-        (p.host_ip or BIND_ALL, p.protocol or "TCP", p.host_port)
-        for c in _running(pod)
-        for p in c.ports
-        if p.host_port > 0
-    )
 
 
 def conflicts(used: Iterable[HostPort], wanted: HostPort) -> bool:
@@ -52,7 +27,8 @@ def conflicts(used: Iterable[HostPort], wanted: HostPort) -> bool:
 
 def used_ports(state: ClusterState, node_name: str) -> list[HostPort]:
     """NodeInfo.UsedPorts: every host port of the pods the node holds."""
-    return [hp for pod in state.pods_on(node_name) for hp in host_ports(pod)]
+    pods = state.pods
+    return [hp for key in state.port_pods.get(node_name) or () for hp in host_ports(pods[key])]
 
 
 class NodePorts:

@@ -5,16 +5,28 @@ time it keeps equal a fresh pass."""
 from __future__ import annotations
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from conftest import DATA
+from draplan.api.core_v1 import Node, Pod, PodSchedulingGate
 from draplan.autoscaler.plan import _newest, default_now
-from draplan.autoscaler.scaleup import pending_pods
+from draplan.autoscaler.scaleup import COULD_PREEMPT, pending_pods
 from draplan.cluster.podresources import is_waiting
 from draplan.cluster.podsmemo import PodsMemo
-from draplan.cluster.state import ClusterState
-from draplan.scheduler.gangs import _find_gangs, find_gangs, kube_gangs
+from draplan.cluster.state import ClusterState, origin_key
+from draplan.scheduler.gangs import (
+    COSCHEDULING_LABEL,
+    KUEUE_GROUP_COUNT,
+    KUEUE_GROUP_LABEL,
+    _find_gangs,
+    find_gangs,
+    kube_gangs,
+)
 from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
 from draplan.sources import load_objects
+from generated_clusters import KeptObjects
 
 
 def _state() -> ClusterState:
@@ -103,3 +115,87 @@ def test_a_value_of_the_other_objects_alone_outlives_pod_changes() -> None:
     state.others = list(state.others)
     memo(state)
     assert len(calls) == 2
+
+
+def _pod_variants(pod: Pod, nodes: list[str]) -> list[Pod]:
+    """The pod and what watch events could make of it: bound elsewhere or unbound, ended,
+    gated, in a coscheduling or Kueue group, of high priority, created later."""
+    meta, spec = pod.metadata, pod.spec
+
+    return [
+        pod,
+        replace(pod, spec=replace(spec, node_name=None if spec.node_name else nodes[0])),
+        replace(pod, spec=replace(spec, node_name=nodes[-1])),
+        replace(pod, status=replace(pod.status, phase="Succeeded")),
+        replace(pod, spec=replace(spec, scheduling_gates=(PodSchedulingGate(name="hold"),))),
+        replace(pod, metadata=replace(meta, labels={**meta.labels, COSCHEDULING_LABEL: "g"})),
+        replace(
+            pod,
+            metadata=replace(
+                meta,
+                labels={**meta.labels, KUEUE_GROUP_LABEL: "k"},
+                annotations={**meta.annotations, KUEUE_GROUP_COUNT: "2"},
+            ),
+        ),
+        replace(pod, spec=replace(spec, priority=1_000_000, node_name=None)),
+        replace(pod, metadata=replace(meta, creation_timestamp="2031-05-06T07:08:09Z")),
+    ]
+
+
+OBJECTS = [o for o, _ in load_objects([str(DATA / "realistic")])]
+NODES = sorted(o.metadata.name for o in OBJECTS if isinstance(o, Node))
+POD_VARIANTS = [_pod_variants(o, NODES) for o in OBJECTS if isinstance(o, Pod)]
+
+
+def _answers(state: ClusterState) -> tuple[object, ...]:
+    return (
+        find_gangs(state),
+        kube_gangs(state),
+        waiting_in_queue_order(state),
+        pending_pods(state),
+        default_now(state),
+        COULD_PREEMPT(state),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("put", "put", "delete", "fork", "commit", "unlogged")),
+            st.integers(0, len(POD_VARIANTS) - 1),
+            st.integers(0, 8),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_kept_pod_indexes_answer_as_a_fresh_state_after_any_changes(
+    changes: list[tuple[str, int, int]],
+) -> None:
+    """The gangs, the queue, the newest time and whether a pod could preempt, kept through
+    events (`IncrementalState`), forks, commits and writes the object log never saw, equal
+    those of a fresh state of the same pods."""
+    kept = KeptObjects(OBJECTS, "src")
+    state = kept.inc.flush()
+    _answers(state)
+    for action, i, v in changes:
+        pod = POD_VARIANTS[i][v]
+        if action in ("put", "delete"):
+            kept.change(action, pod)
+        elif action == "fork":  # a trial placement, reverted
+            state.fork()
+            state.put_pod(pod)
+            fresh = kept.fresh()
+            fresh.put_pod(pod)
+            assert _answers(state) == _answers(fresh)
+            state.revert()
+        else:  # written below the object log: committed from a fork, or put directly
+            if action == "commit":
+                state.fork()
+            state.put_pod(pod)
+            if action == "commit":
+                state.commit()
+            kept.store[origin_key(pod)] = pod
+        state = kept.inc.flush()
+        assert _answers(state) == _answers(kept.fresh())

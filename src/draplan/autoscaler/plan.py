@@ -49,7 +49,7 @@ from draplan.autoscaler.scaleup import (
 )
 from draplan.autoscaler.templates import NodeNamer, add_new_node, make_node, pool_size
 from draplan.cluster.nodepools import pool_sizes
-from draplan.cluster.podsmemo import PodsMemo
+from draplan.cluster.podsmemo import PodsIndex, PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import FitReason, PodResult, Profile, Scheduler, build_profile
 from draplan.scheduler.claims import release_claims
@@ -143,14 +143,23 @@ def default_now(state: ClusterState) -> datetime:
     return _NOW(state)
 
 
+def _created(pod: Pod) -> datetime | None:
+    return parse_time(pod.metadata.creation_timestamp)
+
+
+# Each pod's creation time, parsed again only for the pods changed (`PodsIndex`).
+_CREATED = PodsIndex(lambda state: _created)
+
+
 def _newest(state: ClusterState) -> datetime:
-    stamps = [p.metadata.creation_timestamp for p in state.pods.values()]
+    stamps = []
     for obj in state.others:
         meta = getattr(obj, "metadata", None)
         stamps.append(getattr(meta, "creation_timestamp", None))
         for c in getattr(getattr(obj, "status", None), "conditions", ()):
             stamps.append(c.last_transition_time)
     times = [t for t in (parse_time(s) for s in stamps) if t is not None]
+    times.extend(_CREATED(state).values())
     return max(times) if times else datetime(1970, 1, 1, tzinfo=UTC)
 
 

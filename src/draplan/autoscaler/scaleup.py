@@ -30,7 +30,7 @@ from draplan.autoscaler.options import DEFAULT_EXPANDERS, EXPENDABLE_CUTOFF, Lim
 from draplan.autoscaler.templates import NewNode, NodeNamer, add_new_node, make_node, pool_size
 from draplan.autoscaler.utilization import waste
 from draplan.cluster.podresources import is_terminal
-from draplan.cluster.podsmemo import PodsMemo
+from draplan.cluster.podsmemo import PodsIndex, PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import Scheduler
 from draplan.scheduler.gangs import Gang, pinned_domains
@@ -107,17 +107,21 @@ def expendable(state: ClusterState, pod: Pod, cutoff: int = EXPENDABLE_CUTOFF) -
     return priority_of(pod, classes, default) < cutoff
 
 
+def _running_priority(state: ClusterState) -> Callable[[Pod], int | None]:
+    classes, default = priority_table(state)
+    return lambda p: (
+        priority_of(p, classes, default) if p.spec.node_name and not is_terminal(p) else None
+    )
+
+
+# The running pods' priorities, looked at again only for the pods changed (`PodsIndex`).
+_RUNNING_PRIORITY = PodsIndex(_running_priority)
+
+
 def _could_preempt(state: ClusterState) -> bool:
     """A waiting pod outranks a running one somewhere: kube-scheduler may preempt."""
     classes, default = priority_table(state)
-    lowest = min(
-        (
-            priority_of(p, classes, default)
-            for p in state.pods.values()
-            if p.spec.node_name and not is_terminal(p)
-        ),
-        default=None,
-    )
+    lowest = min(_RUNNING_PRIORITY(state).values(), default=None)
     return lowest is not None and any(
         priority_of(p, classes, default) > lowest for p in waiting_in_queue_order(state)
     )

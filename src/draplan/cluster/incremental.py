@@ -78,6 +78,7 @@ class IncrementalState:
         items = list(objects)
         self.state = ClusterState.from_objects(items, features)
         self.log = self.state.object_log = ObjectLog()
+        self.log.pods_version = self.state.pods.version
         self._seq = itertools.count()
         self._slice_seq: dict[str, int] = {}
         self._pool_slices: dict[PoolID, set[str]] = {}
@@ -118,6 +119,7 @@ class IncrementalState:
             state.add_node(obj)
         elif isinstance(obj, Pod):
             state.put_pod(obj)
+            self.log.pods_version = state.pods.version
         elif isinstance(obj, ResourceClaim):
             old = state.claims.get(key)
             if old is not None:
@@ -146,6 +148,7 @@ class IncrementalState:
             state.delete_node(key[1])
         elif isinstance(obj, Pod):
             state.delete_pod(key)
+            self.log.pods_version = state.pods.version
         elif isinstance(obj, ResourceClaim):
             old = state.claims.get(key)
             if old is not None:
@@ -162,6 +165,8 @@ class IncrementalState:
 
     def _logged(self, obj: KubeStruct, key: ObjectKey) -> None:
         if isinstance(obj, Pod):
+            if self.state.pods.version != self.log.pods_version:
+                self.log.restart()  # the pods were written to since, not by an event
             self.log.add(POD, key)
         elif isinstance(obj, ResourceClaim):
             self.log.add(CLAIM, key)

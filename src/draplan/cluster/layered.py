@@ -105,6 +105,18 @@ class LayeredDict(Generic[K, V]):
         """Keys written (or deleted) in the top layer since the last fork."""
         return list(self._layers[-1]) if len(self._layers) > 1 else []
 
+    def forked_keys(self) -> set[K]:
+        """Keys written (or deleted) in any fork open: where the content differs from the
+        bottom layer's."""
+        return {key for layer in self._layers[1:] for key in layer}
+
+    def base_items(self) -> Iterator[tuple[K, V]]:
+        """The bottom layer's content: what shows once every fork is reverted."""
+        return iter(self._layers[0].items())  # type: ignore[arg-type]
+
+    def base_get(self, key: K) -> V | None:
+        return self._layers[0].get(key)  # type: ignore[return-value]
+
     @property
     def depth(self) -> int:
         return len(self._layers)
@@ -163,6 +175,11 @@ class VersionedDict(LayeredDict[K, V]):
     @property
     def version(self) -> int:
         return self._versions[-1]
+
+    @property
+    def base_version(self) -> int:
+        """The version of the bottom layer's content."""
+        return self._versions[0]
 
     def __setitem__(self, key: K, value: V) -> None:
         super().__setitem__(key, value)

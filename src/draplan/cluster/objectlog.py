@@ -20,6 +20,9 @@ class ObjectLog:
     def __init__(self) -> None:
         self._start = 0
         self._entries: list[tuple[str, ObjectKey]] = []
+        self.pods_version = 0
+        """The version of the pods table (`layered.VersionedDict`) after the last write the
+        log names: while the table is at it, every write to the table is in the log."""
 
     def add(self, kind: str, key: ObjectKey) -> None:
         self._entries.append((kind, key))
@@ -27,6 +30,11 @@ class ObjectLog:
             half = len(self._entries) // 2
             del self._entries[:half]
             self._start += half
+
+    def restart(self) -> None:
+        """Something wrote to the table unlogged: every cursor now reads everything again."""
+        self._start = self.end
+        self._entries = []
 
     @property
     def end(self) -> int:

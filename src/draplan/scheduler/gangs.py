@@ -5,7 +5,7 @@ places all or nothing (`kube_gangs`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from draplan.api.core_v1 import Pod
@@ -20,7 +20,7 @@ from draplan.api.scheduling import (
     WorkloadV1Beta1,
     template_ref,
 )
-from draplan.cluster.podsmemo import PodsMemo
+from draplan.cluster.podsmemo import PodsIndex, PodsMemo
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -184,7 +184,8 @@ def find_gangs(state: ClusterState) -> dict[ObjectKey, Gang]:
     return dict(_GANGS(state))
 
 
-def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
+def _groups_of(state: ClusterState) -> Callable[[Pod], _Group | None]:
+    """A pod's group, as the state's Workloads and PodGroups say."""
     index: dict[tuple[str, ...], object] = {}
     for obj in state.others:
         ns, name = key_of(obj)
@@ -197,16 +198,23 @@ def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
             index[("PodGroup", ns, name)] = obj
         elif isinstance(obj, CoschedulingPodGroup):
             index[("PodGroup/scheduling.x-k8s.io", ns, name)] = obj
+    return lambda pod: _group_of(pod, index)
+
+
+# Each pod's group, looked at again only for the pods changed (`PodsIndex`).
+_GROUPS = PodsIndex(_groups_of)
+
+
+def _find_gangs(state: ClusterState, kube: bool) -> dict[ObjectKey, Gang]:
     gang_on = kube_gangs_on(state.features)
     topology_on = topology_constraints_on(state.features)
     groups: dict[tuple[str, ...], list[ObjectKey]] = {}
     info: dict[tuple[str, ...], tuple[str, int, TopologyRule | None, str, str]] = {}
-    # In pod name order; only the pods of some group are sorted (a sort of every pod's key
-    # cost more than finding the groups).
-    # kube-scheduler gangs only the Workload API's groups: the other labels are not read.
-    group_of = _workload_group if kube else _group_of
-    grouped = [(k, g) for k, p in state.pods.items() if (g := group_of(p, index)) is not None]
-    for pkey, found in sorted(grouped, key=lambda kg: kg[0]):
+    # In pod name order; only the pods of some group are sorted.
+    for pkey, found in sorted(_GROUPS(state).items(), key=lambda kg: kg[0]):
+        # kube-scheduler gangs only the Workload API's groups: the other labels are not read.
+        if kube and found.api != WORKLOAD:
+            continue
         if kube:
             # kube-scheduler: minCount only where its gang scheduling runs, the domain only
             # with the topology gate, never Kueue's annotations (Kueue's TAS ungater turns

@@ -10,7 +10,7 @@ from draplan.api.meta import ObjectMeta
 from draplan.api.scheduling import PriorityClass
 from draplan.api.validation import SYSTEM_PRIORITY_CLASSES
 from draplan.cluster.podresources import is_gated, is_terminal, is_waiting
-from draplan.cluster.podsmemo import PodsMemo
+from draplan.cluster.podsmemo import PodsIndex, PodsMemo
 from draplan.cluster.state import ClusterState
 
 
@@ -70,8 +70,16 @@ def waiting_in_queue_order(state: ClusterState) -> list[Pod]:
     return list(_WAITING(state))
 
 
+def _if_waiting(pod: Pod) -> Pod | None:
+    return pod if is_waiting(pod) else None
+
+
+# The waiting pods, looked at again only for the pods changed (`PodsIndex`).
+_WAITING_PODS = PodsIndex(lambda state: _if_waiting)
+
+
 def _waiting(state: ClusterState) -> tuple[Pod, ...]:
-    return tuple(in_queue_order(state, state.pods.values()))
+    return tuple(in_queue_order(state, _WAITING_PODS(state).values()))
 
 
 _WAITING = PodsMemo(_waiting)

@@ -15,12 +15,13 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draplan.api.codec import decode
+from draplan.api.codec import decode, json_text
 from draplan.audit.documents import metrics_document
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import read_set, signature
 from draplan.cluster.devices import device_views
 from draplan.cluster.state import ClusterState
+from draplan.serve.bodies import KeptText
 from draplan.serve.series import SeriesMemo, cluster_series
 from generated_clusters import TAINT, KeptObjects, generate, variant_universe
 from rules_clusters import cluster as rules_cluster
@@ -87,12 +88,15 @@ def test_kept_memos_measure_every_change_as_a_fresh_state_does(
     initial: list[int], changes: list[tuple[str, int, int]]
 ) -> None:
     kept = KeptObjects([*FIXED, *(UNIVERSE[i][0] for i in initial)], "src")
-    memo, series = MetricsMemo(), SeriesMemo()
+    memo, series, text = MetricsMemo(), SeriesMemo(), KeptText()
     _documents(kept.inc.flush(), memo, series)
     for action, i, v in changes:
         variants = UNIVERSE[i]
         kept.change(action, variants[v % len(variants)])
         assert _documents(kept.inc.flush(), memo, series) == _documents(kept.fresh(), None, None)
+        # serve's body of the kept document, its kept scopes' texts reused
+        body = text(metrics_document(kept.inc.flush(), memo))
+        assert body == json_text(metrics_document(kept.fresh()))
 
 
 def test_kept_chunk_sums_follow_pods_ending(monkeypatch: Any) -> None:

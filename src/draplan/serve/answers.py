@@ -32,6 +32,7 @@ from draplan.cluster.incremental import Changes, Held, changes_between
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
 from draplan.serve.audited import AuditedState
+from draplan.serve.bodies import KeptText
 from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
 from draplan.sources.files import gc_paused
@@ -84,6 +85,7 @@ class Auditor:
     _derived: dict[str, NodePool] = field(default_factory=dict, init=False, repr=False)
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
     _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
+    _metrics_text: KeptText = field(default_factory=KeptText, init=False, repr=False)
     _planner: PlanWorker | None = field(default=None, init=False, repr=False)
     # The objects of the last audit, and whether `audited` has been offered them (one offered
     # late takes them all first).
@@ -162,8 +164,10 @@ class Auditor:
             series = cluster_series(
                 state, diagnoses, metrics, scale_up, waits, self._series, node_pools
             )
-        docs = {"why": why_document(diagnoses), "metrics": metrics}
-        bodies = {name: json_text(doc).encode() for name, doc in docs.items()}
+        bodies = {
+            "why": json_text(why_document(diagnoses)).encode(),
+            "metrics": self._metrics_text(metrics).encode(),
+        }
         if sent:
             assert planner is not None
             newest = planner.take()

@@ -9,10 +9,20 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import DATA
+from draplan.api.core_v1 import Pod
+from draplan.api.draplan_v1alpha1 import NodePool
 from draplan.api.features import DEFAULT as DEFAULT_FEATURES
-from draplan.api.meta import KubeStruct
-from draplan.cluster.incremental import IncrementalState, MirrorState, changes_between
+from draplan.api.meta import KubeStruct, ObjectMeta
+from draplan.cluster.incremental import (
+    IncrementalState,
+    MirrorState,
+    ObjectsInOrder,
+    changes_between,
+    state_objects,
+)
 from draplan.cluster.state import ClusterState, origin_key
+from draplan.sources import load_objects
 from generated_clusters import KeptObjects, variant_universe
 from state_projection import projection, schedule_outcome
 
@@ -142,3 +152,52 @@ def test_node_versions_move_for_every_node_an_event_changes() -> None:
     cursor = len(state.change_log)
     inc.delete(pod)
     assert state.changed_since(cursor) == [pod.spec.node_name]
+
+
+# Kinds beside the generated clusters': namespaces, services, a replica set, NodePools and kinds
+# kept in `others` (a Kueue Workload, a ConfigMap).
+REALISTIC = [[o] for o, _ in load_objects([str(DATA / "realistic")]) if not isinstance(o, Pod)]
+EVERY_KIND = [*UNIVERSE, *REALISTIC]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    initial=st.lists(st.integers(0, len(EVERY_KIND) - 1), unique=True, max_size=40),
+    batches=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(("put", "put", "delete", "unlogged")),
+                st.integers(0, len(EVERY_KIND) - 1),
+                st.integers(0, 3),
+            ),
+            max_size=8,
+        ),
+        max_size=6,
+    ),
+)
+def test_objects_in_order_follow_every_change_as_a_pass_over_them_finds_it(
+    initial: list[int], batches: list[list[tuple[str, int, int]]]
+) -> None:
+    """After each batch of events (and writes the object log does not see: a pod bound in
+    place, a NodePool derived), a look gives every object in `state_objects`' order and the
+    changes `changes_between` finds between the objects of one look and the next."""
+    kept = KeptObjects((EVERY_KIND[i][0] for i in initial), "src")
+    seen = ObjectsInOrder()
+    held: dict[int, KubeStruct] = {}
+    for batch in batches:
+        state = kept.inc.flush()
+        for action, i, v in batch:
+            obj = EVERY_KIND[i][v % len(EVERY_KIND[i])]
+            if action != "unlogged":
+                kept.change(action, obj)
+            elif isinstance(obj, Pod):
+                state.put_pod(obj)
+            else:
+                state.node_pools[f"derived-{i}"] = NodePool(
+                    metadata=ObjectMeta(name=f"derived-{i}")
+                )
+        state = kept.inc.flush()
+        objects, changes = seen.look(state)
+        assert objects == state_objects(state)
+        held, expected = changes_between(held, objects, state.source_of)
+        assert changes == expected

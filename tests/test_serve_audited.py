@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from ca_requests import best_options_request
 from draplan.api.codec import decode
 from draplan.cli.cmd_serve import start_expander
-from draplan.cluster.incremental import IncrementalState
+from draplan.cluster.incremental import IncrementalState, state_objects
 from draplan.cluster.state import ClusterState, origin_key
 from draplan.grpcplugin.judge import Judge
 from draplan.grpcplugin.protos import expander_pb2_grpc
 from draplan.grpcplugin.server import candidates
 from draplan.scheduler import Scheduler, build_profile
-from draplan.serve.answers import Auditor, state_objects
+from draplan.serve.answers import Auditor
 from draplan.serve.audited import AuditedState
 from rules_clusters import cluster
 from state_projection import projection, schedule_outcome

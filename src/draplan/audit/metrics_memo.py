@@ -28,7 +28,7 @@ from draplan.cel import CelError, Selector, compile_selector
 from draplan.cel.reads import Read
 from draplan.cluster.accelerators import Accelerator, pool_accelerators
 from draplan.cluster.devices import DeviceView, Pool
-from draplan.cluster.objectlog import POD, TEMPLATE, ObjectLog
+from draplan.cluster.objectlog import CLAIM, POD, TEMPLATE, ObjectLog
 from draplan.cluster.podresources import is_terminal
 from draplan.cluster.state import ClusterState, ObjectKey
 from draplan.scheduler.claims import ClaimNotFound, pod_claims
@@ -241,7 +241,7 @@ class MetricsMemo:
         for kind, key in entries:
             if kind == POD:
                 out.add(key)
-            else:
+            elif kind == CLAIM:
                 out.update(self._claim_pods.get(key, ()))
         return out
 

@@ -12,9 +12,11 @@ views.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from draplan.api.apps_v1 import ReplicaSet, StatefulSet
 from draplan.api.core_v1 import Namespace, Node, Pod, ReplicationController, Service
@@ -25,12 +27,18 @@ from draplan.api.resource_v1 import (
     DeviceClass,
     DeviceTaintRule,
     ResourceClaim,
-    ResourceClaimTemplate,
     ResourceSlice,
 )
 from draplan.cluster.devices import PoolID
-from draplan.cluster.objectlog import CLAIM, POD, TEMPLATE, ObjectLog
-from draplan.cluster.state import ClusterState, ObjectKey, OriginKey, key_of, origin_key
+from draplan.cluster.objectlog import CLAIM, POD, ObjectLog
+from draplan.cluster.state import (
+    PLAIN_KINDS,
+    ClusterState,
+    ObjectKey,
+    OriginKey,
+    key_of,
+    origin_key,
+)
 
 
 def needs_rebuild(obj: KubeStruct) -> bool:
@@ -53,6 +61,21 @@ def selects(obj: KubeStruct) -> object:
     if isinstance(obj, ReplicaSet | StatefulSet):
         return obj.spec.selector
     return obj
+
+
+def table_of(obj: KubeStruct) -> str | None:
+    """The state's table (its attribute) that holds objects of `obj`'s kind; None for kinds
+    kept in `others`."""
+    if isinstance(obj, Pod):
+        return POD
+    if isinstance(obj, ResourceClaim):
+        return CLAIM
+    if isinstance(obj, Node):
+        return "nodes"
+    if isinstance(obj, ResourceSlice):
+        return "slices"
+    plain = PLAIN_KINDS.get(type(obj))
+    return plain[0] if plain is not None else None
 
 
 def _pool_of(rs: ResourceSlice) -> PoolID:
@@ -164,14 +187,11 @@ class IncrementalState:
             self._others_dirty = True
 
     def _logged(self, obj: KubeStruct, key: ObjectKey) -> None:
-        if isinstance(obj, Pod):
-            if self.state.pods.version != self.log.pods_version:
-                self.log.restart()  # the pods were written to since, not by an event
-            self.log.add(POD, key)
-        elif isinstance(obj, ResourceClaim):
-            self.log.add(CLAIM, key)
-        elif isinstance(obj, ResourceClaimTemplate):
-            self.log.add(TEMPLATE, key)
+        table = table_of(obj)
+        if table == POD and self.state.pods.version != self.log.pods_version:
+            self.log.restart()  # the pods were written to since, not by an event
+        if table is not None:
+            self.log.add(table, key)
 
     def _plain_changed(self, obj: KubeStruct) -> None:
         """What a changed taint rule, device class or selecting object invalidates: the
@@ -292,3 +312,114 @@ class MirrorState:
         for obj, source in changes.put:
             self._state.put(obj, source)
         return self._state.flush()
+
+
+# The tables of every object but `others`, in the order `state_objects` lists them, and whether
+# each is keyed by the name alone.
+TABLES = (
+    ("namespaces", True),
+    ("device_classes", True),
+    ("taint_rules", True),
+    ("slices", True),
+    ("nodes", True),
+    ("claim_templates", False),
+    ("claims", False),
+    ("pod_templates", False),
+    ("pods", False),
+    ("node_pools", True),
+    ("services", False),
+    ("replication_controllers", False),
+    ("replica_sets", False),
+    ("stateful_sets", False),
+)
+# Written outside `IncrementalState` too (`autoscaler.derived` adds the pools it derives), so
+# never read off the log.
+UNLOGGED = frozenset({"node_pools"})
+
+
+def state_objects(state: ClusterState) -> tuple[KubeStruct, ...]:
+    """Every object the state holds, kind by kind, in key order."""
+    tables: list[Iterable[tuple[Any, KubeStruct]]] = [
+        getattr(state, table).items() for table, _ in TABLES
+    ]
+    out = [obj for table in tables for _, obj in sorted(table)]
+    return (*out, *state.others)
+
+
+class ObjectsInOrder:
+    """`state_objects` of a state `IncrementalState` keeps, and how they changed since the
+    last look (`changes_between`'s answer), read off the state's object log: a look costs the
+    objects changed, and one tuple of them all."""
+
+    def __init__(self) -> None:
+        self._log: ObjectLog | None = None
+        self._cursor = 0
+        # Per table, its keys in order and the objects under them.
+        self._keys: dict[str, list[Any]] = {table: [] for table, _ in TABLES}
+        self._objects: dict[str, list[KubeStruct]] = {table: [] for table, _ in TABLES}
+        self._others: Held = {}
+
+    def look(self, state: ClusterState) -> tuple[tuple[KubeStruct, ...], Changes]:
+        log = state.object_log
+        entries = None
+        if log is not None and log is self._log and log.pods_version == state.pods.version:
+            entries = log.since(self._cursor)
+        named: dict[str, set[Any]] = {}
+        for kind, key in entries or ():
+            named.setdefault(kind, set()).add(key)
+        put: list[tuple[int, Any, KubeStruct]] = []
+        gone: list[tuple[int, Any, OriginKey]] = []
+        for at, (table, by_name) in enumerate(TABLES):
+            current: Mapping[Any, KubeStruct] = getattr(state, table)
+            if entries is None or table in UNLOGGED:
+                keys = sorted(k for k, _ in current.items())
+            else:
+                keys = sorted(k[1] if by_name else k for k in named.get(table, ()))
+            self._follow(table, current, keys, entries is None or table in UNLOGGED, at, put, gone)
+        self._log, self._cursor = log, log.end if log is not None else 0
+        self._others, others = changes_between(self._others, state.others, state.source_of)
+        put.sort(key=lambda p: p[:2])
+        gone.sort(key=lambda g: g[:2])
+        objects = (*itertools.chain.from_iterable(self._objects.values()), *state.others)
+        return objects, Changes(
+            [*((obj, state.source_of(obj)) for _, _, obj in put), *others.put],
+            [*(key for _, _, key in gone), *others.gone],
+        )
+
+    def _follow(
+        self,
+        table: str,
+        current: Mapping[Any, KubeStruct],
+        keys: list[Any],
+        whole: bool,
+        at: int,
+        put: list[tuple[int, Any, KubeStruct]],
+        gone: list[tuple[int, Any, OriginKey]],
+    ) -> None:
+        """Bring the table's kept keys and objects to `current` at `keys` (with `whole`: the
+        keys are all of `current`'s, and any other kept key went)."""
+        kept_keys, kept = self._keys[table], self._objects[table]
+        if whole:
+            before = dict(zip(kept_keys, kept, strict=True))
+            now = [current[k] for k in keys]
+            for key, obj in zip(keys, now, strict=True):
+                if before.pop(key, None) is not obj:
+                    put.append((at, key, obj))
+            gone.extend((at, key, origin_key(obj)) for key, obj in before.items())
+            self._keys[table], self._objects[table] = keys, now
+            return
+        for key in keys:
+            found = current.get(key)
+            i = bisect.bisect_left(kept_keys, key)
+            there = i < len(kept_keys) and kept_keys[i] == key
+            if found is None:
+                if there:
+                    gone.append((at, key, origin_key(kept[i])))
+                    del kept_keys[i], kept[i]
+            elif not there:
+                kept_keys.insert(i, key)
+                kept.insert(i, found)
+                put.append((at, key, found))
+            elif kept[i] is not found:
+                kept[i] = found
+                put.append((at, key, found))

@@ -1,14 +1,15 @@
-"""Which pods, claims and claim templates changed, in order: what `cluster.incremental` applies
-to a state it keeps, for readers that keep per-object results between passes over that state
-(the metrics' pod shapes) and visit only what changed since their last pass."""
+"""Which objects changed, in order: what `cluster.incremental` applies to a state it keeps, for
+readers that keep per-object results between passes over that state (the metrics' pod shapes,
+the pods' indexes, `serve`'s list of every object) and visit only what changed since their last
+pass. An entry names the state's table the object is in (its attribute) and the object's key."""
 
 from __future__ import annotations
 
 ObjectKey = tuple[str, str]  # (namespace, name), as cluster.state names it
 
-POD = "Pod"
-CLAIM = "ResourceClaim"
-TEMPLATE = "ResourceClaimTemplate"
+POD = "pods"
+CLAIM = "claims"
+TEMPLATE = "claim_templates"
 LIMIT = 1 << 16  # entries kept; past it the older half goes
 
 

@@ -28,7 +28,7 @@ from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.why import Diagnosis, Placer, why
 from draplan.autoscaler import DEFAULT_EXPANDERS, Autoscaler, Limits
 from draplan.autoscaler.derived import derive_again
-from draplan.cluster.incremental import Changes, Held, changes_between
+from draplan.cluster.incremental import Changes, ObjectsInOrder, changes_between
 from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
 from draplan.serve.audited import AuditedState
@@ -89,7 +89,7 @@ class Auditor:
     _planner: PlanWorker | None = field(default=None, init=False, repr=False)
     # The objects of the last audit, and whether `audited` has been offered them (one offered
     # late takes them all first).
-    _held: Held = field(default_factory=dict, init=False, repr=False)
+    _objects: ObjectsInOrder = field(default_factory=ObjectsInOrder, init=False, repr=False)
     _offered: AuditedState | None = field(default=None, init=False, repr=False)
     _made: MadePlan | None = field(default=None, init=False, repr=False)
     """The newest plan, the planner's or an audit's."""
@@ -147,8 +147,8 @@ class Auditor:
         with step:
             metrics = metrics_document(state, self._metrics)
         with step:
-            objects = state_objects(state)
-            changes = self._changes(state, generation, objects)
+            objects, changes = self._objects.look(state)
+            self._offer(state, generation, objects, changes)
             # Unless a planner took this state, the audit makes the plan itself.
             sent = planner is not None and planner.send(
                 state, generation, objects, self._derived, changes
@@ -194,21 +194,21 @@ class Auditor:
             plan=made,
         )
 
-    def _changes(
-        self, state: ClusterState, generation: int, objects: tuple[KubeStruct, ...]
-    ) -> Changes:
-        """How the objects changed since the last audit (one pass over them for the planner
-        and `audited`), offered to `audited` at once."""
-        if self._planner is None and self.audited is None:
-            return Changes([], [])  # nobody takes them
-        self._held, changes = changes_between(self._held, objects, state.source_of)
+    def _offer(
+        self,
+        state: ClusterState,
+        generation: int,
+        objects: tuple[KubeStruct, ...],
+        changes: Changes,
+    ) -> None:
+        """Offer `audited` how the objects changed since the last audit (every object, to one
+        attached since)."""
         audited = self.audited
         if audited is not None:
-            late = self._offered is not audited  # attached since: it takes every object
+            late = self._offered is not audited
             self._offered = audited
             whole = changes_between({}, objects, state.source_of)[1] if late else changes
             audited.offer(generation, whole, state.features)
-        return changes
 
     def _newer(self, made: MadePlan) -> bool:
         """Keep `made` if it is newer than the plan kept; whether it was."""
@@ -262,21 +262,3 @@ def _plan_of(
 
 def _with_plan(answers: Answers, made: MadePlan) -> Answers:
     return replace(answers, bodies={**answers.bodies, "plan": made.body}, plan=made)
-
-
-def state_objects(state: ClusterState) -> tuple[KubeStruct, ...]:
-    """Every object the state holds, kind by kind, in key order."""
-    tables: list[Mapping[Any, KubeStruct]] = [
-        state.namespaces,
-        state.device_classes,
-        state.taint_rules,
-        dict(state.slices.items()),
-        dict(state.nodes.items()),
-        state.claim_templates,
-        dict(state.claims.items()),
-        state.pod_templates,
-        dict(state.pods.items()),
-        state.node_pools,
-    ]
-    out = [obj for table in tables for _, obj in sorted(table.items())]
-    return (*out, *state.others)

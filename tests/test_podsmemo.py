@@ -24,7 +24,7 @@ from draplan.scheduler.gangs import (
     find_gangs,
     kube_gangs,
 )
-from draplan.scheduler.queue import in_queue_order, waiting_in_queue_order
+from draplan.scheduler.queue import gated_pods, in_queue_order, waiting_in_queue_order
 from draplan.sources import load_objects
 from generated_clusters import KeptObjects
 
@@ -149,6 +149,7 @@ POD_VARIANTS = [_pod_variants(o, NODES) for o in OBJECTS if isinstance(o, Pod)]
 
 def _answers(state: ClusterState) -> tuple[object, ...]:
     return (
+        gated_pods(state),
         find_gangs(state),
         kube_gangs(state),
         waiting_in_queue_order(state),

@@ -85,12 +85,15 @@ def _waiting(state: ClusterState) -> tuple[Pod, ...]:
 _WAITING = PodsMemo(_waiting)
 
 
+def _if_gated(pod: Pod) -> Pod | None:
+    return pod if not pod.spec.node_name and not is_terminal(pod) and is_gated(pod) else None
+
+
+# The gated pods, looked at again only for the pods changed (`PodsIndex`).
+_GATED_PODS = PodsIndex(lambda state: _if_gated)
+
+
 def gated_pods(state: ClusterState) -> list[Pod]:
     """Unbound pods held back by scheduling gates, in name order: neither scheduled nor
     scaled for until their gates are removed."""
-    gated = [
-        (k, p)
-        for k, p in state.pods.items()
-        if not p.spec.node_name and not is_terminal(p) and is_gated(p)
-    ]
-    return [p for _, p in sorted(gated)]
+    return [p for _, p in sorted(_GATED_PODS(state).items())]

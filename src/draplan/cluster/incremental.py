@@ -39,6 +39,7 @@ from draplan.cluster.state import (
     key_of,
     origin_key,
 )
+from draplan.sources.files import gc_paused
 
 
 def needs_rebuild(obj: KubeStruct) -> bool:
@@ -305,7 +306,10 @@ class MirrorState:
             or any(needs_rebuild(obj) for obj, _ in changes.put)
             or any(needs_rebuild(obj) for obj in gone)
         ):
-            self._state = IncrementalState(self._objects.values(), features)
+            # Its objects live until the next rebuild: frozen, the collector's full passes
+            # scan only what changed since (as `serve`'s model does).
+            with gc_paused():
+                self._state = IncrementalState(self._objects.values(), features)
             return self._state.flush()
         for obj in gone:
             self._state.delete(obj)

@@ -32,6 +32,7 @@ from draplan.autoscaler.derived import derive_again
 from draplan.cluster.incremental import Changes, MirrorState, changes_between
 from draplan.cluster.state import ClusterState, origin_key
 from draplan.scheduler import Profile
+from draplan.sources.files import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +253,10 @@ def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None
             kept = state, Autoscaler(settings.profile, settings.limits, settings.expanders)
         start = time.monotonic()
         try:
-            _, doc = plan_document(state, kept[1])
+            # As an audit: what a plan allocates is freed when it ends, with nothing for the
+            # collector's passes during it to find (they were half a plan's time).
+            with gc_paused(freeze=False):
+                _, doc = plan_document(state, kept[1])
             outbox.send(("plan", generation, json_text(doc).encode(), time.monotonic() - start))
         except (BrokenPipeError, OSError):
             return

@@ -11,6 +11,7 @@ from msgspec.structs import replace
 
 from conftest import DATA
 from draplan.api.core_v1 import Node, Pod, PodSchedulingGate
+from draplan.audit.why import _UNBOUND
 from draplan.autoscaler.plan import _newest, default_now
 from draplan.autoscaler.scaleup import COULD_PREEMPT, pending_pods
 from draplan.cluster.podresources import is_waiting
@@ -150,6 +151,7 @@ POD_VARIANTS = [_pod_variants(o, NODES) for o in OBJECTS if isinstance(o, Pod)]
 def _answers(state: ClusterState) -> tuple[object, ...]:
     return (
         gated_pods(state),
+        sorted(_UNBOUND(state).items()),
         find_gangs(state),
         kube_gangs(state),
         waiting_in_queue_order(state),

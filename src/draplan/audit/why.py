@@ -43,6 +43,7 @@ from draplan.audit.supply import DeviceMatcher
 from draplan.audit.view import Looker, ShapeView
 from draplan.autoscaler.moves import Mover, label
 from draplan.cluster.podresources import extended_devices, is_terminal
+from draplan.cluster.podsmemo import PodsIndex
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
 from draplan.scheduler import PodResult, Profile, build_profile
 from draplan.scheduler.claims import ClaimNotFound, group_claims, pod_claims
@@ -295,8 +296,13 @@ def why(
     signatures, evaluations, looks) is kept to its end, and the collector's passes over a
     large state's heap free nothing (a seventh of the time at 10,000 nodes)."""
     with gc_paused(freeze=False):
-        waiting = [
-            (k, p) for k, p in state.pods.items() if not p.spec.node_name and not is_terminal(p)
-        ]
-        pending = [p for _, p in sorted(waiting, key=lambda kp: kp[0])]
+        pending = [p for _, p in sorted(_UNBOUND(state).items(), key=lambda kp: kp[0])]
         return Auditor(state, profile, placer).audit(pending)
+
+
+def _if_unbound(pod: Pod) -> Pod | None:
+    return pod if not pod.spec.node_name and not is_terminal(pod) else None
+
+
+# The pods not bound and not ended, looked at again only for the pods changed (`PodsIndex`).
+_UNBOUND = PodsIndex(lambda state: _if_unbound)

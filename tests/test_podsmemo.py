@@ -164,41 +164,46 @@ def _answers(state: ClusterState) -> tuple[object, ...]:
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
-        st.tuples(
-            st.sampled_from(("put", "put", "delete", "fork", "commit", "unlogged")),
-            st.integers(0, len(POD_VARIANTS) - 1),
-            st.integers(0, 8),
+        st.lists(
+            st.tuples(
+                st.sampled_from(("put", "put", "delete", "fork", "commit", "unlogged")),
+                st.integers(0, len(POD_VARIANTS) - 1),
+                st.integers(0, 8),
+            ),
+            min_size=1,
+            max_size=4,
         ),
         min_size=1,
-        max_size=20,
+        max_size=8,
     )
 )
 def test_kept_pod_indexes_answer_as_a_fresh_state_after_any_changes(
-    changes: list[tuple[str, int, int]],
+    batches: list[list[tuple[str, int, int]]],
 ) -> None:
     """The gangs, the queue, the newest time and whether a pod could preempt, kept through
-    events (`IncrementalState`), forks, commits and writes the object log never saw, equal
-    those of a fresh state of the same pods."""
+    batches of events (`IncrementalState`), forks, commits and writes the object log never
+    saw, equal those of a fresh state of the same pods."""
     kept = KeptObjects(OBJECTS, "src")
     state = kept.inc.flush()
     _answers(state)
-    for action, i, v in changes:
-        pod = POD_VARIANTS[i][v]
-        if action in ("put", "delete"):
-            kept.change(action, pod)
-        elif action == "fork":  # a trial placement, reverted
-            state.fork()
-            state.put_pod(pod)
-            fresh = kept.fresh()
-            fresh.put_pod(pod)
-            assert _answers(state) == _answers(fresh)
-            state.revert()
-        else:  # written below the object log: committed from a fork, or put directly
-            if action == "commit":
+    for batch in batches:
+        for action, i, v in batch:
+            pod = POD_VARIANTS[i][v]
+            if action in ("put", "delete"):
+                kept.change(action, pod)
+            elif action == "fork":  # a trial placement, reverted
                 state.fork()
-            state.put_pod(pod)
-            if action == "commit":
-                state.commit()
-            kept.store[origin_key(pod)] = pod
+                state.put_pod(pod)
+                fresh = kept.fresh()
+                fresh.put_pod(pod)
+                assert _answers(state) == _answers(fresh)
+                state.revert()
+            else:  # written below the object log: committed from a fork, or put directly
+                if action == "commit":
+                    state.fork()
+                state.put_pod(pod)
+                if action == "commit":
+                    state.commit()
+                kept.store[origin_key(pod)] = pod
         state = kept.inc.flush()
         assert _answers(state) == _answers(kept.fresh())

@@ -33,8 +33,9 @@ class ObjectLog:
             self._start += half
 
     def restart(self) -> None:
-        """Something wrote to the table unlogged: every cursor now reads everything again."""
-        self._start = self.end
+        """Something wrote to the table unlogged: every cursor now reads everything again
+        (one at the end too: the write came after it)."""
+        self._start = self.end + 1
         self._entries = []
 
     @property

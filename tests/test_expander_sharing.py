@@ -1,12 +1,15 @@
-"""The expander's judge shares work between the options of one request and keeps some from one
-request to the next (the pods' shapes, read again only for what the object log names; the
-classes that select each ResourceSlice's accelerators). Over generated clusters (H100, Gaudi3,
-TPU v6e and partitionable GB200 hosts, CPU, control-plane and system nodes, DaemonSet pods,
-gangs) changed between requests, with options for node groups of every kind (pools with
-templates, copies of existing nodes, CA's bare template, a group nothing describes) offering
-pods of identical shapes (replicas of one controller) and of different ones, some pending in
-the cluster and some not yet seen: the answer equals, verdict by verdict and in rank, that of
-a plain judge measuring the fork from scratch and judging each option on its own."""
+"""The expander's judge shares work between the options of one request (between groups whose
+new nodes the scheduler cannot tell apart for the offered pods, `grpcplugin.alike`) and keeps
+some from one request to the next (the pods' shapes, read again only for what the object log
+names; the classes that select each ResourceSlice's accelerators). Over generated clusters
+(H100, Gaudi3, TPU v6e and partitionable GB200 hosts, CPU, control-plane and system nodes,
+DaemonSet pods, gangs) changed between requests, with options for node groups of every kind
+(pools with templates and their siblings in other zones, of other capacity types, prices,
+sizes or taints; copies of existing nodes; CA's bare template; a group nothing describes)
+offering pods of identical shapes (replicas of one controller) and of different ones, some
+selecting a machine type, some pending in the cluster and some not yet seen: the answer
+equals, verdict by verdict and in rank, that of a plain judge measuring the fork from scratch
+and judging each option on its own."""
 
 from __future__ import annotations
 
@@ -29,8 +32,10 @@ from draplan.grpcplugin.judge import Answer, Candidate, Judge, Verdict, ranked
 from draplan.scheduler import Scheduler, build_profile
 from rules_clusters import PARTITIONED, VENDORS, _counters, _devices, _slice
 from rules_clusters import cluster as rules_cluster
+from topology_clusters import RACK, ZONE, ZONES
 
 NAME = "$NODE_NAME"
+TYPE = "node.kubernetes.io/instance-type"
 
 
 def _template_pool(rng: random.Random, vendor: tuple[str, str, int, int, int, str]) -> Any:
@@ -49,7 +54,7 @@ def _template_pool(rng: random.Random, vendor: tuple[str, str, int, int, int, st
             "maxNodes": rng.choice((2, 10)),
             "pricePerHour": f"{rng.uniform(1, 30):.2f}",
             "template": {
-                "metadata": {"labels": {"node.kubernetes.io/instance-type": kind}},
+                "metadata": {"labels": {TYPE: kind, ZONE: rng.choice(ZONES)}},
                 "spec": {"taints": taints if rng.random() < 0.5 else []},
                 "status": {
                     "allocatable": {
@@ -62,6 +67,27 @@ def _template_pool(rng: random.Random, vendor: tuple[str, str, int, int, int, st
             "resourceSlices": slices,
         },
     }
+
+
+def _sibling(rng: random.Random, pool: dict[str, Any], n: int) -> dict[str, Any]:
+    """Another group of the same machines: in another zone or of another capacity type (a
+    label value of its own), at another price; now and then with more cpu or a taint less."""
+    out = copy.deepcopy(pool)
+    out["metadata"]["name"] = f"{pool['metadata']['name']}-{n}"
+    out["spec"]["pricePerHour"] = f"{rng.uniform(1, 30):.2f}"
+    template = out["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    change = rng.choice(("zone", "type", "zone", "cpu", "taints"))
+    if change == "zone":
+        labels[ZONE] = rng.choice((*ZONES, "z9"))
+    elif change == "type":
+        labels[TYPE] = f"{labels[TYPE]}-spot"
+    elif change == "cpu":
+        allocatable = template["status"]["allocatable"]
+        allocatable["cpu"] = str(int(allocatable["cpu"]) * 2)
+    else:
+        template["spec"]["taints"] = []
+    return out
 
 
 def _copy_pool(rng: random.Random, node: str) -> dict[str, Any]:
@@ -103,6 +129,10 @@ def _world(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[
         doc["spec"]["containers"][0]["resources"].setdefault("requests", {})["cpu"] = "7"
     kinds = {d["metadata"]["name"] for d in docs if d["kind"] == "Node"}
     pools = [_template_pool(rng, v) for v in VENDORS if rng.random() < 0.7]
+    pools += [_sibling(rng, p, n) for n, p in enumerate(list(pools)) if rng.random() < 0.8]
+    for doc in pending:
+        if rng.random() < 0.1:  # a pod that picks its machine type
+            doc["spec"]["nodeSelector"] = {TYPE: rng.choice(["h100", "h100-spot", "gaudi3"])}
     pools += [_copy_pool(rng, n) for n in sorted(kinds) if n.endswith("-0") and rng.random() < 0.6]
     docs += pools
     groups = [p["metadata"]["name"] for p in pools] + ["ca-bare", "nothing-known"]
@@ -112,11 +142,13 @@ def _world(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[
 def _candidates(
     rng: random.Random, pods: list[Pod], groups: list[str], bare: Node
 ) -> list[Candidate]:
+    """Each group offered one of a few sets of pods, as CA offers the pods that fit a group's
+    template to every group they fit."""
+    sets = [tuple(rng.sample(pods, rng.randint(1, len(pods)))) for _ in range(rng.randint(1, 3))]
     out = []
     for group in groups:
-        offered = rng.sample(pods, rng.randint(1, len(pods)))
         template = bare if group == "ca-bare" else None
-        out.append(Candidate(group, rng.randint(1, 3), tuple(offered), template))
+        out.append(Candidate(group, rng.randint(1, 3), rng.choice(sets), template))
     return out
 
 
@@ -233,3 +265,88 @@ def test_shared_and_kept_work_answers_as_each_option_judged_alone(seed: int, rou
             [(obj, "src") for action, obj in changed if action == "put"],
             [origin_key(obj) for action, obj in changed if action == "delete"],
         )
+
+
+def _zone_node(name: str, zone: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {ZONE: zone, "kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def _web(name: str, node: str | None = None) -> dict[str, Any]:
+    """A pod of a web Deployment spread over zones (maxSkew 1, DoNotSchedule)."""
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+        "topologySpreadConstraints": [spread],
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": {"app": "web"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def test_groups_told_apart_only_by_a_label_a_pod_reads_are_judged_each_on_its_own() -> None:
+    """Groups of one Gaudi3 machine: `a` in zone z1, which already runs two web pods while z3
+    runs none; `b` in a zone no node is in; `c` in z1 as spot capacity; `d` as `b` in another
+    rack than the one a running pod keeps batch pods out of. Web pods spread over zones fit
+    `b` and `d`, not `a` or `c`; pods that ask for spot capacity fit only `c`; the batch pod
+    only `d`. Each verdict is the one the group gets when judged alone."""
+    rng = random.Random(5)
+    gaudi = next(v for v in VENDORS if v[1] == "gaudi3")
+    base = _template_pool(rng, gaudi)
+    base["spec"]["template"]["spec"]["taints"] = []
+    pools = []
+    for name, zone, kind, rack in (
+        ("a", "z1", "gaudi3", "r1"),
+        ("b", "z2", "gaudi3", "r1"),
+        ("c", "z1", "spot", "r1"),
+        ("d", "z2", "gaudi3", "r2"),
+    ):
+        pool = copy.deepcopy(base)
+        pool["metadata"]["name"] = name
+        pool["spec"]["pricePerHour"] = f"{rng.uniform(1, 30):.2f}"
+        pool["spec"]["template"]["metadata"]["labels"] = {TYPE: kind, ZONE: zone, RACK: rack}
+        pools.append(pool)
+    accel = next(d for d in rules_cluster(3) if d["kind"] == "DeviceClass")
+    n3 = _zone_node("n3", "z3")
+    n3["metadata"]["labels"][RACK] = "r1"
+    # A running pod keeps batch pods out of its rack (required anti-affinity).
+    guard = _web("guard", "n3")
+    guard["metadata"]["labels"] = {"app": "guard"}
+    term = {"labelSelector": {"matchLabels": {"app": "batch"}}, "topologyKey": RACK}
+    guard["spec"] = {
+        **guard["spec"],
+        "topologySpreadConstraints": [],
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    }
+    docs = [accel, *pools, _zone_node("n1", "z1"), n3, guard]
+    docs += [_web("web-run-0", "n1"), _web("web-run-1", "n1")]
+    pending = [_web(f"web-{i}") for i in range(3)]
+    batch = _web("batch-0")
+    batch["metadata"]["labels"] = {"app": "batch"}
+    batch["spec"]["topologySpreadConstraints"] = []
+    pending.append(batch)
+    for i in range(2):
+        spot = _web(f"spot-{i}")
+        spot["metadata"]["labels"] = {"app": "spot"}
+        spot["spec"]["nodeSelector"] = {TYPE: "spot"}
+        pending.append(spot)
+    docs += pending
+    state = ClusterState.from_objects([(decode(d), "src") for d in docs])
+    pods = [state.pods["default", d["metadata"]["name"]] for d in pending]
+    candidates = [Candidate(name, 2, tuple(pods)) for name in ("a", "b", "c", "d")]
+    judge = Judge(Scheduler(build_profile()))
+    fast = judge.answer(state, candidates)
+    plain, _ = _plain(Judge(judge.scheduler), state, candidates)
+    assert _said(fast, judge) == _said(plain, judge)
+    assert {v.candidate.group_id: v.placed for v in fast.kept} == {"b": 2, "c": 2, "d": 3}
+    assert [v.candidate.group_id for v in fast.dropped] == ["a"]

@@ -106,12 +106,16 @@ class Estimator:
         out.sort(key=lambda c: (-c.size[0], -c.size[1], key_of(c.pods[0])))
         return out
 
-    def probe_node(self, state: ClusterState, pool: NodePool) -> str:
-        """Add one empty node of `pool` (in a fork the caller reverts) and return its name."""
+    def probe_name(self, state: ClusterState, pool: NodePool) -> tuple[str, dict[str, str]]:
+        """The name and topology labels of the node `probe_node` adds."""
         name = f"{pool.metadata.name}-estimate"
         while name in state.nodes:
             name += "-x"
-        labels = {t.key: f"{pool.metadata.name}-estimate" for t in pool.spec.topology}
+        return name, {t.key: f"{pool.metadata.name}-estimate" for t in pool.spec.topology}
+
+    def probe_node(self, state: ClusterState, pool: NodePool) -> str:
+        """Add one empty node of `pool` (in a fork the caller reverts) and return its name."""
+        name, labels = self.probe_name(state, pool)
         add_new_node(state, make_node(state, pool, name, labels))
         return name
 

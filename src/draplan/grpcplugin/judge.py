@@ -12,7 +12,10 @@ devices (`groups`). Each option ends in one of three states:
   the pods need devices, or the option carries no pods or no nodes.
 Kept options are ranked by the expander chain `expanders.DEVICE_AWARE` (cost per pod placed
 at CA's node count, then the accelerators the new nodes strand by the FGD measure of
-`audit.stranded`, then least-waste); those that place pods now come before those that wait."""
+`audit.stranded`, then least-waste); those that place pods now come before those that wait.
+What the scheduler does on a new node is worked out once for the groups whose new nodes it
+cannot tell apart for the request's pods (`alike`): CA offers one option per group, and the
+groups of one machine type differ mostly in labels no pod reads."""
 
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from draplan.cluster.devices import DeviceView
 from draplan.cluster.nodepools import pool_sizes
 from draplan.cluster.podresources import node_allocatable, pod_requests
 from draplan.cluster.state import ClusterState, ObjectKey, key_of
+from draplan.grpcplugin.alike import LabelReads, alike_key, label_reads
 from draplan.grpcplugin.groups import GroupView, node_group_view
 from draplan.grpcplugin.ids import parse
 from draplan.scheduler import Scheduler
@@ -143,6 +147,53 @@ def _needs_devices(pod: Pod, template: Node | None) -> bool:
     )
 
 
+@dataclass
+class _Shared:
+    """What the options of one request share: the meter, the pools' sizes, and what the
+    scheduler did on new nodes of groups it cannot tell apart (`alike`) for the same pods:
+    how many of a shape one node holds, a content's measure, why a pod fits none."""
+
+    meter: StrandedMeter
+    sizes: Mapping[str, int]
+    reads: LabelReads | None  # None: no two groups are alike
+    capacities: dict[tuple[str, bytes], Capacity] = field(default_factory=dict)
+    alike_capacities: dict[tuple[bytes, bytes], Capacity] = field(default_factory=dict)
+    measures: dict[tuple[bytes, tuple[ObjectKey, ...]], tuple[float, float] | tuple[()]] = field(
+        default_factory=dict
+    )
+    whys: dict[tuple[bytes, ObjectKey], str] = field(default_factory=dict)
+
+    def alike(
+        self, state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]
+    ) -> bytes | None:
+        """What the scheduler can read of the node of `pool` named `name` (None: alike
+        to no other group's)."""
+        return alike_key(state, pool, name, labels, self.reads) if self.reads else None
+
+    def capacity(
+        self,
+        state: ClusterState,
+        planner: ScaleUpPlanner,
+        pool: NodePool,
+        classes: list[PodClass],
+    ) -> list[Capacity]:
+        """`planner.capacity`, with what a probe of an alike group found for a class taken
+        where it is what this group's own probe would find: a pod refused, or the class's
+        pods all placed."""
+        alike = self.alike(state, pool, *planner.estimator.probe_name(state, pool))
+        if alike is None:
+            return planner.capacity(state, pool, classes)
+        own = planner.estimator.pool_key(state, pool)
+        for cls in classes:
+            hit = self.alike_capacities.get((alike, cls.shape))
+            if hit is not None and (hit.exact or hit.pods == cls.count):
+                self.capacities[own, cls.shape] = hit
+        caps = planner.capacity(state, pool, classes)
+        for cls, cap in zip(classes, caps, strict=True):
+            self.alike_capacities[alike, cls.shape] = cap
+        return caps
+
+
 def ranked(verdicts: Sequence[Verdict], chain: Sequence[str]) -> Answer:
     """The verdicts as an answer: the kept ranked by `chain`, those that place pods now
     first."""
@@ -221,29 +272,31 @@ class Judge:
     ) -> list[Verdict]:
         """Each candidate's verdict, in order, in `state` holding every candidate's pods,
         its accelerators measured with `meter`."""
-        sizes = pool_sizes(state)  # one pass over the nodes for every option
-        memo: dict[tuple[str, bytes], Capacity] = {}  # per group and pod shape
+        keys = {k: tuple(sorted({key_of(p) for p in c.pods})) for k, c in enumerate(candidates)}
+        offered = [state.pods[k] for k in sorted({k for ks in keys.values() for k in ks})]
+        shared = _Shared(
+            meter,
+            pool_sizes(state),  # one pass over the nodes for every option
+            label_reads(state, self.scheduler.profile, offered),
+        )
         # CA offers the same pods to many groups: their gangs and classes are found once.
         sorting = ScaleUpPlanner(self.scheduler, [], Limits(), self.chain, self.quiet)
         sorted_pods: dict[tuple[ObjectKey, ...], tuple[list[Gang], list[PodClass]]] = {}
         verdicts = []
-        for c in candidates:
-            keys = tuple(sorted({key_of(p) for p in c.pods}))
-            if keys not in sorted_pods:
-                pods = [state.pods[k] for k in keys]
+        for n, c in enumerate(candidates):
+            if keys[n] not in sorted_pods:
+                pods = [state.pods[k] for k in keys[n]]
                 # The cluster's gangs are a pass over every pod, needed only for pods of one.
                 gangs = sorting.units(state, pods)[0] if any(map(names_a_group, pods)) else []
-                sorted_pods[keys] = (gangs, sorting.classes(state, pods))
-            verdicts.append(self._judge(state, c, meter, sizes, memo, *sorted_pods[keys]))
+                sorted_pods[keys[n]] = (gangs, sorting.classes(state, pods))
+            verdicts.append(self._judge(state, c, shared, *sorted_pods[keys[n]]))
         return verdicts
 
     def _judge(
         self,
         state: ClusterState,
         c: Candidate,
-        meter: StrandedMeter,
-        sizes: Mapping[str, int],
-        memo: dict[tuple[str, bytes], Capacity],
+        shared: _Shared,
         gangs: list[Gang],
         classes: list[PodClass],
     ) -> Verdict:
@@ -252,7 +305,7 @@ class Judge:
             return Verdict(c, None, "the option names no pods or no nodes", judged=False)
         # Room for draplan's own estimate: each pod on a node of its own at worst.
         room = c.node_count + len(c.pods)
-        view = node_group_view(state, parse(c.group_id), c.template, room, sizes)
+        view = node_group_view(state, parse(c.group_id), c.template, room, shared.sizes)
         if view.pool is None:
             why = "nothing says what a node of the group looks like (no pool, node or template)"
             return Verdict(c, None, why, judged=False)
@@ -260,30 +313,35 @@ class Judge:
             why = "the pods need devices, and CA's template node shows none"
             return Verdict(c, None, why, view.how, judged=False)
         planner = ScaleUpPlanner(self.scheduler, [view.pool], Limits(), self.chain, self.quiet)
-        planner.capacities = memo
-        planner.pool_sizes = sizes
+        planner.capacities = shared.capacities
+        planner.pool_sizes = shared.sizes
         if gangs:
             pods = [state.pods[k] for k in sorted({key_of(p) for p in c.pods})]
-            return self._build_all(state, c, planner, pods, gangs, view, meter)
-        caps = planner.capacity(state, view.pool, classes)
+            return self._build_all(state, c, planner, pods, gangs, view, shared.meter)
+        caps = shared.capacity(state, planner, view.pool, classes)
         fitting = [cls for cls, cap in zip(classes, caps, strict=True) if cap.pods]
         unfit = [cls.pods for cls, cap in zip(classes, caps, strict=True) if not cap.pods]
         chosen = planner.node_set(state, fitting) if fitting else None
         if chosen is None:
-            reason = self._dropped(state, c, view, [k.pods for k in classes])
+            reason = self._dropped(state, c, view, [k.pods for k in classes], shared)
             return Verdict(c, None, reason, view.how)
         # CA adds its count: the nodes that hold the most pods, as many as it offers.
         kept = sorted(chosen, key=lambda node: -sum(node[1]))[: c.node_count]
-        notes = [self._dropped(state, c, view, unfit)] if unfit else []
+        notes = [self._dropped(state, c, view, unfit, shared)] if unfit else []
         if len(chosen) > c.node_count:
             notes.append(f"draplan's estimate needs {len(chosen)} nodes, CA offers {c.node_count}")
-        measured = self._measure(state, c, fitting, view.pool, kept, meter)
+        measured = self._measure(state, c, fitting, view.pool, kept, shared)
         if measured.option is None:
             return Verdict(c, None, measured.reason, view.how)
         return Verdict(c, measured.option, "; ".join(notes), view.how, True, len(chosen))
 
     def _dropped(
-        self, state: ClusterState, c: Candidate, view: GroupView, missing: list[list[Pod]]
+        self,
+        state: ClusterState,
+        c: Candidate,
+        view: GroupView,
+        missing: list[list[Pod]],
+        shared: _Shared | None,
     ) -> str:
         """Why the pods `missing` (by class) fit no node of the group: what the scheduler says
         of the first pod of each class on one empty node."""
@@ -291,7 +349,7 @@ class Judge:
         some = f"{count} of {len(c.pods)}" if count < len(c.pods) else f"the {count}"
         text = f"{some} pods fit no node of {c.group_id}"
         assert view.pool is not None
-        whys = [self._why_not(state, view.pool, m[0]) for m in missing if m]
+        whys = [self._why_not(state, view.pool, m[0], shared) for m in missing if m]
         return f"{text}: {next((w for w in whys if w), 'too few nodes')}"
 
     def _measure(
@@ -301,7 +359,7 @@ class Judge:
         classes: list[PodClass],
         pool: NodePool,
         chosen: list[tuple[NodePool, tuple[int, ...]]],
-        meter: StrandedMeter,
+        shared: _Shared,
     ) -> Verdict:
         """The option as its chosen nodes make it: one node of each distinct content built
         and filled by the scheduler, measured, and counted as many times as it repeats."""
@@ -310,17 +368,21 @@ class Judge:
             kinds[content] = kinds.get(content, 0) + 1
         nodes: list[NewNode] = []
         wasted = stranded = 0.0
+        name, labels = NodeNamer(state, pool).next()
+        new = make_node(state, pool, name, labels)
+        alike = shared.alike(state, pool, name, labels)
         for content, times in sorted(kinds.items(), reverse=True):
-            with state.forked():
-                name, labels = NodeNamer(state, pool).next()
-                new = make_node(state, pool, name, labels)
-                add_new_node(state, new)
-                for cls, n in zip(classes, content, strict=True):
-                    for pod in cls.pods[:n]:
-                        if self.quiet.schedule_pod(state, pod, [name]).node is None:
-                            return Verdict(c, None, f"{c.group_id}: a planned node refused a pod")
-                wasted += times * waste(state, [new.node])
-                stranded += times * meter.node(state, new.node).stranded
+            pods = [p for cls, n in zip(classes, content, strict=True) for p in cls.pods[:n]]
+            key = (alike, tuple(key_of(p) for p in pods)) if alike is not None else None
+            measured = shared.measures.get(key) if key is not None else None
+            if measured is None:
+                measured = self._fill(state, new, pods, shared.meter)
+                if key is not None:
+                    shared.measures[key] = measured
+            if not measured:
+                return Verdict(c, None, f"{c.group_id}: a planned node refused a pod")
+            wasted += times * measured[0]
+            stranded += times * measured[1]
             nodes.extend([new] * times)
         placed = [
             key_of(p)
@@ -337,6 +399,19 @@ class Judge:
             count=c.node_count,
         )
         return Verdict(c, option)
+
+    def _fill(
+        self, state: ClusterState, new: NewNode, pods: list[Pod], meter: StrandedMeter
+    ) -> tuple[float, float] | tuple[()]:
+        """The new node's waste and stranded accelerators once the scheduler has placed `pods`
+        on it, one after another (in a fork, reverted); () if it refused one."""
+        name = new.node.metadata.name
+        with state.forked():
+            add_new_node(state, new)
+            for pod in pods:
+                if self.quiet.schedule_pod(state, pod, [name]).node is None:
+                    return ()
+            return waste(state, [new.node]), meter.node(state, new.node).stranded
 
     def _build_all(
         self,
@@ -363,7 +438,9 @@ class Judge:
                     text = f"none of the {len(pods)} pods fit new nodes of {c.group_id}: {reason}"
                     return Verdict(c, None, text, view.how)
                 by_class = [k.pods for k in planner.classes(state, missing)]
-                return Verdict(c, None, self._dropped(state, c, view, by_class), view.how)
+                # Nodes the plan added are in the state: nothing is shared with other options.
+                reason = self._dropped(state, c, view, by_class, None)
+                return Verdict(c, None, reason, view.how)
             nodes = [n for o in plan.options for n in o.nodes]
             hosted: dict[str, int] = {}
             for node in plan.placed.values():
@@ -392,13 +469,22 @@ class Judge:
             notes.append(f"draplan's estimate needs {len(nodes)} nodes, CA offers {c.node_count}")
         return Verdict(c, option, "; ".join(notes), view.how, True, len(nodes))
 
-    def _why_not(self, state: ClusterState, pool: NodePool, pod: Pod) -> str:
+    def _why_not(
+        self, state: ClusterState, pool: NodePool, pod: Pod, shared: _Shared | None
+    ) -> str:
         """What the scheduler says of `pod` on one more empty node of `pool`."""
-        with state.forked():
-            name, labels = NodeNamer(state, pool).next()
-            add_new_node(state, make_node(state, pool, name, labels))
-            result = self.scheduler.schedule_pod(state, pod, [name])
-        return result.reason.message if result.reason is not None else ""
+        name, labels = NodeNamer(state, pool).next()
+        alike = shared.alike(state, pool, name, labels) if shared is not None else None
+        key = (alike, key_of(pod)) if alike is not None else None
+        said = shared.whys.get(key) if shared is not None and key is not None else None
+        if said is None:
+            with state.forked():
+                add_new_node(state, make_node(state, pool, name, labels))
+                result = self.scheduler.schedule_pod(state, pod, [name])
+            said = result.reason.message if result.reason is not None else ""
+            if shared is not None and key is not None:
+                shared.whys[key] = said
+        return said
 
 
 def ca_chooser(judge: Judge) -> CAChooser:

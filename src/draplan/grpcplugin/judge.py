@@ -29,7 +29,8 @@ from draplan.api.resource_v1 import DeviceClass
 from draplan.audit.metrics_memo import MetricsMemo, counted, shape_of
 from draplan.audit.stranded import RequestShape, StrandedMeter, accelerator_classes, typical
 from draplan.autoscaler.ca import CAOption, least_waste
-from draplan.autoscaler.estimator import Capacity, PodClass
+from draplan.autoscaler.costopt import Content
+from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass
 from draplan.autoscaler.expanders import DEVICE_AWARE, equal_best, rank
 from draplan.autoscaler.options import Limits, Option
 from draplan.autoscaler.plan import CAChooser
@@ -151,7 +152,8 @@ def _needs_devices(pod: Pod, template: Node | None) -> bool:
 class _Shared:
     """What the options of one request share: the meter, the pools' sizes, and what the
     scheduler did on new nodes of groups it cannot tell apart (`alike`) for the same pods:
-    how many of a shape one node holds, a content's measure, why a pod fits none."""
+    how many of a shape one node holds, what it puts on one node, a content's measure, why a
+    pod fits none."""
 
     meter: StrandedMeter
     sizes: Mapping[str, int]
@@ -162,6 +164,7 @@ class _Shared:
         default_factory=dict
     )
     whys: dict[tuple[bytes, ObjectKey], str] = field(default_factory=dict)
+    fills: dict[tuple[object, ...], Content] = field(default_factory=dict)
 
     def alike(
         self, state: ClusterState, pool: NodePool, name: str, labels: dict[str, str]
@@ -170,28 +173,52 @@ class _Shared:
         to no other group's)."""
         return alike_key(state, pool, name, labels, self.reads) if self.reads else None
 
+
+class _AlikeEstimator(Estimator):
+    """The estimator of one option whose group's probe node is `alike`: what a probe or a
+    fill of an alike group's node found for the same pods is taken where it is what this
+    group's own would find (a pod refused, or all the class's pods placed; the same pods
+    placed in the same order)."""
+
+    def __init__(
+        self, scheduler: Scheduler, quiet: Scheduler, shared: _Shared, alike: bytes
+    ) -> None:
+        super().__init__(scheduler, quiet)
+        self.shared = shared
+        self.alike = alike
+
     def capacity(
-        self,
-        state: ClusterState,
-        planner: ScaleUpPlanner,
-        pool: NodePool,
-        classes: list[PodClass],
+        self, state: ClusterState, pool: NodePool, classes: Sequence[PodClass]
     ) -> list[Capacity]:
-        """`planner.capacity`, with what a probe of an alike group found for a class taken
-        where it is what this group's own probe would find: a pod refused, or the class's
-        pods all placed."""
-        alike = self.alike(state, pool, *planner.estimator.probe_name(state, pool))
-        if alike is None:
-            return planner.capacity(state, pool, classes)
-        own = planner.estimator.pool_key(state, pool)
+        own = self.pool_key(state, pool)
         for cls in classes:
-            hit = self.alike_capacities.get((alike, cls.shape))
+            hit = self.shared.alike_capacities.get((self.alike, cls.shape))
             if hit is not None and (hit.exact or hit.pods == cls.count):
                 self.capacities[own, cls.shape] = hit
-        caps = planner.capacity(state, pool, classes)
+        caps = super().capacity(state, pool, classes)
         for cls, cap in zip(classes, caps, strict=True):
-            self.alike_capacities[alike, cls.shape] = cap
+            self.shared.alike_capacities[self.alike, cls.shape] = cap
         return caps
+
+    def fill(
+        self,
+        state: ClusterState,
+        pool: NodePool,
+        classes: list[PodClass],
+        caps: Capacities,
+        left: list[int],
+        order: list[int],
+    ) -> Content:
+        name = pool.metadata.name
+        limits = tuple(
+            min(n, caps[name, i].pods) if (name, i) in caps else 0 for i, n in enumerate(left)
+        )
+        # The classes are the request's (one object per set of pods, alive while it is judged).
+        key = (self.alike, tuple(map(id, classes)), limits, tuple(order))
+        hit = self.shared.fills.get(key)
+        if hit is None:
+            hit = self.shared.fills[key] = super().fill(state, pool, classes, caps, left, order)
+        return hit
 
 
 def ranked(verdicts: Sequence[Verdict], chain: Sequence[str]) -> Answer:
@@ -313,12 +340,17 @@ class Judge:
             why = "the pods need devices, and CA's template node shows none"
             return Verdict(c, None, why, view.how, judged=False)
         planner = ScaleUpPlanner(self.scheduler, [view.pool], Limits(), self.chain, self.quiet)
-        planner.capacities = shared.capacities
         planner.pool_sizes = shared.sizes
+        if not gangs:
+            probe = planner.estimator.probe_name(state, view.pool)
+            alike = shared.alike(state, view.pool, *probe)
+            if alike is not None:
+                planner.estimator = _AlikeEstimator(self.scheduler, self.quiet, shared, alike)
+        planner.capacities = shared.capacities
         if gangs:
             pods = [state.pods[k] for k in sorted({key_of(p) for p in c.pods})]
             return self._build_all(state, c, planner, pods, gangs, view, shared.meter)
-        caps = shared.capacity(state, planner, view.pool, classes)
+        caps = planner.capacity(state, view.pool, classes)
         fitting = [cls for cls, cap in zip(classes, caps, strict=True) if cap.pods]
         unfit = [cls.pods for cls, cap in zip(classes, caps, strict=True) if not cap.pods]
         chosen = planner.node_set(state, fitting) if fitting else None

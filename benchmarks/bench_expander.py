@@ -249,7 +249,7 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
     )
     published: list[Answers] = []
     judged: list[tuple[float, float]] = []  # each call's judging: wall and CPU seconds
-    taken: list[float] = []  # each call's wait for the audited state
+    waited: list[float] = []  # each call's wait for the audited state
     out: dict[str, Any] = {"liveNodes": nodes, "churnPerSecond": CHURN}
     with tempfile.TemporaryDirectory() as tmp:
         model = model_of(remote, remote.kubeconfig(str(Path(tmp) / "kubeconfig")))  # type: ignore[arg-type]
@@ -282,22 +282,27 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
             server = new_server()
             wait_for(lambda: audited.generation, timeout=600, what="the audited state")
 
-            def provided() -> ClusterState | None:
-                start = time.perf_counter()
-                try:
-                    return audited.state()
-                finally:
-                    taken.append(time.perf_counter() - start)
+            class Waited:
+                """`audited.reader`, noting how long each call waits for it (while the
+                changes of the last audit are applied)."""
+
+                def __enter__(self) -> None:
+                    start = time.perf_counter()
+                    audited.reader.__enter__()
+                    waited.append(time.perf_counter() - start)
+
+                def __exit__(self, *exc: Any) -> None:
+                    audited.reader.__exit__(*exc)
 
             port = add_expander(
                 server,
                 "localhost:0",
                 None,
                 None,
-                provided,
+                audited.state,
                 insecure=True,
                 judge=judge,
-                lock=audited.reader,
+                lock=Waited(),
             )
             server.start()
             client = ctx.Process(target=_client, args=(child, port, sizes, repeat), daemon=True)
@@ -336,9 +341,9 @@ def live(nodes: int, sizes: list[tuple[int, int]], repeat: int) -> dict[str, Any
                 "judgingSeconds": [round(t, 3) for t, _ in judging],
                 # The judging thread's own CPU time: what the machine's load leaves out.
                 "judgingCpuSeconds": [round(c, 3) for _, c in judging],
-                # The audited state taken (the changes of the audits since, applied).
-                "stateSeconds": [
-                    round(taken[i], 3) for i, c in enumerate(calls) if c[:2] == (options, pods)
+                # Before judging, the wait for the audited state.
+                "waitSeconds": [
+                    round(waited[i], 3) for i, c in enumerate(calls) if c[:2] == (options, pods)
                 ],
                 "targetSeconds": target,
                 "withinTarget": max(seconds) <= target,

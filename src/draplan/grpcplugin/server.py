@@ -134,12 +134,14 @@ class ExpanderServicer(expander_pb2_grpc.ExpanderServicer):
     def BestOptions(
         self, request: expander_pb2.BestOptionsRequest, context: grpc.ServicerContext
     ) -> expander_pb2.BestOptionsResponse:
-        try:
-            offered = candidates(request)
-        except MalformedObject as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         answer = None
+        # Decoded under the lock too: a caller that shares the interpreter with others
+        # (`serve`'s audit) gives way to the request from its start.
         with self.lock:
+            try:
+                offered = candidates(request)
+            except MalformedObject as err:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
             state = self.state_provider()
             if state is not None:
                 answer = self.judge.answer(state, offered)

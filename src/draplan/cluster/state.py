@@ -167,19 +167,18 @@ def _admit(
 ) -> None:
     """One object joins a snapshot: unique by kind and name, CEL that compiles; a Scenario's
     job objects join too (they share the cluster's names once they arrive)."""
-    kind = getattr(obj, "kind", "")
-    key = key_of(obj)
     okey = origin_key(obj)
     if okey in origin:
         raise BadInput(
             f"duplicate object (also in {origin[okey] or 'input'})",
             source=source,
-            kind=kind,
-            name="/".join(p for p in key if p),
+            kind=getattr(obj, "kind", ""),
+            name="/".join(p for p in okey[1] if p),
         )
     origin[okey] = source
     check_object(obj, source, features)
     if isinstance(obj, Scenario):
+        kind, key = obj.kind, okey[1]
         for i, job in enumerate(obj.spec.workload.jobs):
             for k, doc in enumerate(job.objects):
                 try:

@@ -425,7 +425,7 @@ class Evaluator:
         if hit is not None and hit[0] is pool:
             return hit[1], hit[2]
         local = bool(pool.devices) and all(v.node_name == node for v in pool.devices)
-        groups: dict[tuple[bytes, bool, bool, bytes], list[int]] = {}
+        groups: dict[bytes, list[int]] = {}
         # A pool's devices mostly carry the same attribute names: what is read of them is
         # looked up once per set of names.
         reads: dict[tuple[str, ...], tuple[str, ...] | None] = {}
@@ -442,13 +442,12 @@ class Evaluator:
                 device = replace(v.device, name="")
             else:
                 device = replace(v.device, name="", attributes={k: attributes[k] for k in read})
-            spec = (
-                encode(device),
-                v.node_name == node,
-                v.all_nodes,
-                encode(v.node_term) if v.node_term else b"",
-            )
-            groups.setdefault(spec, []).append(i)
+            # The spec and how the device is bound to this node, as one key.
+            spec = encode((device, v.node_name == node, v.all_nodes, v.node_term))
+            if spec in groups:
+                groups[spec].append(i)
+            else:
+                groups[spec] = [i]
         template = (
             None if local else pool.id,
             pool.id[0],

@@ -267,8 +267,10 @@ class Judge:
     def prepare(self, state: ClusterState) -> None:
         """Bring what the judge keeps from request to request up to date with `state`: the
         thread that changes the state may, between requests, so that a request finds it
-        done (`serve.audited`)."""
+        done (`serve.audited`); the schedulers' evaluations start over on a new state."""
         self._workload_of(state)
+        for scheduler in (self.scheduler, self.quiet):
+            scheduler.evaluator.attach(state)
 
     def _workload_of(
         self, state: ClusterState

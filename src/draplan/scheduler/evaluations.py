@@ -387,6 +387,12 @@ class Evaluator:
         self._attributes: AttributeReads | None = None
         self._read: dict[tuple[str, tuple[str, ...]], tuple[str, ...] | None] = {}
 
+    def attach(self, state: ClusterState) -> None:
+        """Learn on `state` from now on (`reset`, unless it is the state learnt on already):
+        done ahead of the first pod, it is not that pod's time."""
+        if state is not self._state:
+            self.reset(state)
+
     def reset(self, state: ClusterState) -> None:
         """Forget everything learnt on another ClusterState."""
         self._state = state
@@ -665,8 +671,7 @@ class Evaluator:
                 _discard(ev.places, place)
 
     def refresh(self, state: ClusterState, cycle: CycleState, pod: PodInfo) -> ShapeEvaluations:
-        if state is not self._state:
-            self.reset(state)
+        self.attach(state)
         ev = self.of(cycle, pod)
         changed = state.changed_since(ev.cursor)
         if changed is None:
@@ -763,8 +768,7 @@ class Evaluator:
         pod to a few nodes (the autoscaler's estimator). The change-log cursor stays put, so
         the next full refresh still visits every node changed since (those done here are
         skipped by their version)."""
-        if state is not self._state:
-            self.reset(state)
+        self.attach(state)
         ev = self.of(cycle, pod)
         everywhere = state.version("*")[0]
         for name in names:

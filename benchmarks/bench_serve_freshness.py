@@ -19,6 +19,7 @@ import os
 import resource
 import tempfile
 import time
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,25 @@ from draplan.serve.loop import AuditLoop
 from watch_support import model_of, wait_for
 
 RATE = 500
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the figures read of published answers (holding every Answers would hold every
+    body, and count them in the peak RSS)."""
+
+    generation: int
+    published: float
+    seconds: float
+    plan_generation: int
+    plan_published: float
+
+    @classmethod
+    def of(cls, answers: Answers) -> _Seen:
+        plan = answers.plan
+        return cls(
+            answers.generation, answers.published, answers.seconds, plan.generation, plan.published
+        )
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -60,9 +80,13 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
             return state, generation
 
         model.sync = timed_sync  # type: ignore[method-assign]
-        published: list[Answers] = []
+        published: list[_Seen] = []
         loop = AuditLoop(
-            model, Auditor(plan_process=True), 0.0, CollectorRegistry(), (published.append,)
+            model,
+            Auditor(plan_process=True),
+            0.0,
+            CollectorRegistry(),
+            (lambda answers: published.append(_Seen.of(answers)),),
         )
         try:
             model.start()
@@ -89,7 +113,7 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
     plans = [
         b
         for a, b in pairwise([None, *published])
-        if a is None or a.plan.generation != b.plan.generation
+        if a is None or a.plan_generation != b.plan_generation
     ]
     bounds = [
         a.published - start_of[b.generation]
@@ -97,9 +121,9 @@ def run(nodes: int, seconds: float, fill: float) -> dict[str, Any]:
         if a.published >= churn_start
     ]
     plan_bounds = [
-        a.plan.published - start_of[b.plan.generation]
+        a.plan_published - start_of[b.plan_generation]
         for b, a in pairwise(plans)
-        if a.plan.published >= churn_start
+        if a.plan_published >= churn_start
     ]
     out["audits"] = len(bounds)
     out["auditSecondsP50"] = round(

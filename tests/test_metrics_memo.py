@@ -9,22 +9,25 @@ import copy
 import dataclasses
 import importlib
 import json
+import random
 from typing import Any
 
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scale_scenarios
 from draplan.api.codec import decode, json_text
 from draplan.audit.documents import metrics_document
 from draplan.audit.metrics_memo import MetricsMemo
 from draplan.audit.stranded import read_set, signature
 from draplan.cluster.devices import device_views
-from draplan.cluster.state import ClusterState
+from draplan.cluster.state import ClusterState, origin_key
 from draplan.serve.bodies import KeptText
 from draplan.serve.series import SeriesMemo, cluster_series
 from generated_clusters import TAINT, KeptObjects, generate, variant_universe
 from rules_clusters import cluster as rules_cluster
+from watch_support import Churn
 
 metrics_module = importlib.import_module("draplan.audit.metrics")  # the package shadows it
 memo_module = importlib.import_module("draplan.audit.metrics_memo")
@@ -207,3 +210,21 @@ def test_kept_pod_shapes_follow_pod_and_claim_changes_on_mixed_vendors(
         fresh_counts, fresh_pending = MetricsMemo().shapes(fresh, classes)
         assert counts == fresh_counts and set(pending) == set(fresh_pending)
         assert _documents(state, memo, None) == _documents(fresh, None, None)
+
+
+def test_kept_series_count_each_churn_step_as_a_fresh_state_does() -> None:
+    """`serve`'s churn (jobs starting and ending on node-local GPU pools, nodes relabelled,
+    slices republished) and a NodePool that copies a node coming and going (the node's pool
+    changes with no event on the node): after each step, the series counted by a kept memo,
+    only for the nodes changed, equal a fresh state's."""
+    churn = Churn(random.Random(7), nodes=10, gpus=4, fill=0.5)
+    copies = decode(scale_scenarios.from_node_pool("copies", "2.5", source="node-00001"))
+    kept = KeptObjects([decode(d) for d in churn.initial], "src")
+    metrics, series = MetricsMemo(), SeriesMemo()
+    for step in range(60):
+        if step % 7 == 3:
+            kept.change("delete" if origin_key(copies) in kept.store else "put", copies)
+        for action, doc in churn.step():
+            kept.change(action, decode(doc))
+        got = _documents(kept.inc.flush(), metrics, series)
+        assert got == _documents(kept.fresh(), None, None)

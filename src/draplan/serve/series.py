@@ -63,13 +63,32 @@ class _PoolDevices:
     model: str
 
 
+@dataclass(frozen=True)
+class _NodeDevices:
+    """What one node adds to the device counts: its pools (each bound to it alone), their
+    counts under its node pool, and its accelerator model."""
+
+    pools: tuple[Pool, ...]
+    owner: str
+    counts: tuple[tuple[Labels, int, int], ...]
+    model: str
+
+
 class SeriesMemo:
     """What the series may keep between audits of one changing state: each resource pool's
-    device counts, while its nodes' versions hold."""
+    device counts, while its nodes' versions hold; and, while every pool is bound to one node
+    alone, each node's part of the counts and their sums, so that an audit counts again only
+    the nodes the change log names (or whose node pool changed)."""
 
     def __init__(self) -> None:
         self.state: ClusterState | None = None
         self.pools: dict[Pool, _PoolDevices] = {}
+        self.cursor: int | None = None  # the change log read up to; None: count every node
+        self.nodes: dict[str, _NodeDevices] = {}
+        self.owners: dict[str, str] = {}
+        self.total: Counter[Labels] = Counter()
+        self.taken: Counter[Labels] = Counter()
+        self.node_model: dict[str, str] = {}
 
     def pool(self, state: ClusterState, pool: Pool, kept: dict[Pool, _PoolDevices]) -> _PoolDevices:
         got = kept.get(pool)
@@ -79,6 +98,60 @@ class SeriesMemo:
             got = _count(state, pool, where, key)
         self.pools[pool] = got
         return got
+
+    def to_count(self, state: ClusterState, node_pools: Mapping[str, str]) -> list[str] | None:
+        """The nodes whose part may have changed since the last audit; None: every node."""
+        changed = state.changed_since(self.cursor) if self.cursor is not None else None
+        self.cursor = len(state.change_log)
+        if state is not self.state or changed is None:
+            self.state, self.pools, self.nodes = state, {}, {}
+            self.total, self.taken, self.node_model = Counter(), Counter(), {}
+            self.owners = dict(node_pools)
+            return None
+        if node_pools != self.owners:
+            names = {*node_pools, *self.owners}
+            moved = {n for n in names if node_pools.get(n) != self.owners.get(n)}
+            changed = sorted({*changed, *moved})
+            self.owners = dict(node_pools)
+        return changed
+
+    def recount(self, state: ClusterState, name: str, owner: str) -> bool:
+        """Take the node's part out of the sums and put its new part in; False when one of its
+        pools is not its alone (then only a pass over every node in order counts right)."""
+        old = self.nodes.pop(name, None)
+        if old is not None:
+            self.node_model.pop(name, None)
+            for pool in old.pools:
+                self.pools.pop(pool, None)
+            for key, n, taken in old.counts:
+                self.total[key] -= n
+                self.taken[key] -= taken
+                if not self.total[key]:
+                    del self.total[key], self.taken[key]
+        node = state.nodes.get(name)
+        if node is None:
+            return True
+        pools = state.pools_for_node(node)
+        counted = [self.pool(state, pool, self.pools) for pool in pools]
+        if any(c.local != name for c in counted):
+            return False
+        part = _NodeDevices(
+            pools,
+            owner,
+            tuple(
+                ((driver, pool_id, owner, model), n, taken)
+                for c in counted
+                for (driver, pool_id, model), n, taken in c.counts
+            ),
+            next((c.model for c in counted if c.model), ""),
+        )
+        self.nodes[name] = part
+        if part.model:
+            self.node_model[name] = part.model
+        for key, n, taken in part.counts:
+            self.total[key] += n
+            self.taken[key] += taken
+        return True
 
 
 def _count(state: ClusterState, pool: Pool, where: tuple[str, ...], key: object) -> _PoolDevices:
@@ -106,12 +179,30 @@ def _devices(
 ) -> tuple[Family, Family, dict[str, str]]:
     """Devices and allocated devices per (driver, resource pool, node pool, model), and each
     node's accelerator model. A pool that several nodes see is counted once."""
+    changed = memo.to_count(state, node_pools)
+    names = sorted(state.nodes.keys()) if changed is None else changed
+    if all(memo.recount(state, name, node_pools.get(name, "")) for name in names):
+        total, taken, node_model = memo.total, memo.taken, memo.node_model
+    else:
+        memo.cursor = None  # counted every node, in order, until every pool is one node's
+        total, taken, node_model = _devices_in_order(state, node_pools, memo)
+    labels = ("driver", "pool", "node_pool", "model")
+    return (
+        _family("draplan_devices", "DRA devices published.", labels, total),
+        _family("draplan_devices_allocated", "DRA devices allocated.", labels, taken),
+        dict(node_model),
+    )
+
+
+def _devices_in_order(
+    state: ClusterState, node_pools: Mapping[str, str], memo: SeriesMemo
+) -> tuple[Counter[Labels], Counter[Labels], dict[str, str]]:
+    """The counts of a pass over every node in name order: a pool on several nodes (or on
+    none) is counted at the first node that sees it, in no node pool."""
     total: Counter[Labels] = Counter()
     taken: Counter[Labels] = Counter()
     node_model: dict[str, str] = {}
     seen: set[tuple[str, str]] = set()
-    if state is not memo.state:  # node versions are one state's
-        memo.state, memo.pools = state, {}
     kept, memo.pools = memo.pools, {}
     for name, node in sorted(state.nodes.items()):
         for pool in state.pools_for_node(node):
@@ -121,18 +212,12 @@ def _devices(
             counted = memo.pool(state, pool, kept)
             if counted.model:
                 node_model.setdefault(name, counted.model)
-            # A pool on many nodes is in no node pool.
             owner = node_pools[name] if counted.local == name else ""
             for (driver, pool_id, model), n, allocated_ in counted.counts:
                 key = (driver, pool_id, owner, model)
                 total[key] += n
                 taken[key] += allocated_
-    labels = ("driver", "pool", "node_pool", "model")
-    return (
-        _family("draplan_devices", "DRA devices published.", labels, total),
-        _family("draplan_devices_allocated", "DRA devices allocated.", labels, taken),
-        node_model,
-    )
+    return total, taken, node_model
 
 
 def _stranded(

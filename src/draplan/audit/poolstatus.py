@@ -31,6 +31,7 @@ from draplan.api.resource_v1alpha3 import (
     ShareableSummaryStatus,
 )
 from draplan.cluster.devices import from_nanos, nanos
+from draplan.cluster.objectlog import SLICE, ObjectLog
 from draplan.cluster.state import ClusterState
 
 UNAVAILABLE_EFFECTS = ("NoSchedule", "NoExecute")
@@ -58,23 +59,29 @@ class _Pool:
 
 
 def _pools(state: ClusterState, driver: str | None, pool_name: str | None) -> list[_Pool]:
-    newest: dict[tuple[str, str], _Pool] = {}
+    by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
     for _, rs in sorted(state.slices.items()):
         spec = rs.spec
         if (driver is not None and spec.driver != driver) or (
             pool_name is not None and spec.pool.name != pool_name
         ):
             continue
-        key = (spec.driver, spec.pool.name)
-        pool = newest.get(key)
-        gen = spec.pool.generation
-        if pool is None or gen > pool.generation:
-            pool = newest[key] = _Pool(
-                spec.driver, spec.pool.name, gen, spec.pool.resource_slice_count
-            )
+        by_pool.setdefault((spec.driver, spec.pool.name), []).append(rs)
+    return [_newest(by_pool[k]) for k in sorted(by_pool)]
+
+
+def _newest(slices: list[ResourceSlice]) -> _Pool:
+    """A pool of its slices (in name order) of the newest generation."""
+    spec = slices[0].spec
+    pool = _Pool(spec.driver, spec.pool.name, -1, 0)
+    for rs in slices:
+        gen = rs.spec.pool.generation
+        if gen > pool.generation:
+            pool.generation, pool.expected = gen, rs.spec.pool.resource_slice_count
+            pool.slices = []
         if gen == pool.generation:
             pool.slices.append(rs)
-    return [newest[k] for k in sorted(newest)]
+    return pool
 
 
 def _unavailable(state: ClusterState, driver: str, pool: str, device: Device) -> bool:
@@ -284,35 +291,109 @@ def pool_statuses(
 class PoolStatusMemo:
     """Each pool's status document, kept between reports on one changing state while its
     slices are the same objects and the versions of the nodes its devices are bound to hold
-    (a device's allocation moves its node's version, or "*" for a device bound to none)."""
+    (a device's allocation moves its node's version, or "*" for a device bound to none). On a
+    state `cluster.incremental` keeps, a report looks again only at the pools of the slices
+    its object log names and of the nodes its change log names."""
 
     def __init__(self) -> None:
         self.state: ClusterState | None = None
         # Per pool: its slices, the nodes its devices are bound to (None: some to none),
         # what else its status reads, and its document.
         self.kept: dict[tuple[str, str], _Kept] = {}
+        self._common: object = None
+        self._log: ObjectLog | None = None
+        self._cursor = 0  # the object log read up to
+        self._nodes_cursor = 0  # the change log read up to
+        self._slice_pool: dict[str, tuple[str, str]] = {}
+        self._pool_slices: dict[tuple[str, str], set[str]] = {}
+        self._bound: dict[str, set[tuple[str, str]]] = {}  # node ("": none): pools there
+        self._order: list[tuple[str, str]] = []
 
     def documents(self, state: ClusterState) -> list[dict[str, Any]]:
-        if state is not self.state:  # node versions are one state's
-            self.state, self.kept = state, {}
         rules = tuple(state.taint_rules.items()) if "DRADeviceTaintRules" in state.features else ()
         common = (state.features, rules)
-        kept, self.kept = self.kept, {}
-        out = []
+        changed = self._changed(state, common)
+        if changed is None:
+            self._all(state, common)
+        else:
+            for pid in sorted(changed):
+                self._one(state, pid, common)
+            if changed:
+                self._order = sorted(self.kept)
+        self.state, self._common, self._log = state, common, state.object_log
+        self._cursor = state.object_log.end if state.object_log is not None else 0
+        self._nodes_cursor = len(state.change_log)
+        return [self.kept[pid][3] for pid in self._order]
+
+    def _changed(self, state: ClusterState, common: object) -> set[tuple[str, str]] | None:
+        """The pools to look at again; None: every pool."""
+        log = state.object_log
+        if state is not self.state or common != self._common or log is None or log is not self._log:
+            return None
+        entries = log.since(self._cursor)
+        nodes = state.changed_since(self._nodes_cursor)
+        if entries is None or nodes is None:
+            return None
+        out: set[tuple[str, str]] = set()
+        for node in nodes:
+            out.update(self._bound.get(node, ()))
+        for kind, (_, name) in entries:
+            if kind != SLICE:
+                continue
+            old = self._slice_pool.pop(name, None)
+            if old is not None:
+                self._pool_slices[old].discard(name)
+                out.add(old)
+            rs = state.slices.get(name)
+            if rs is not None:
+                pid = (rs.spec.driver, rs.spec.pool.name)
+                self._slice_pool[name] = pid
+                self._pool_slices.setdefault(pid, set()).add(name)
+                out.add(pid)
+        return out
+
+    def _all(self, state: ClusterState, common: object) -> None:
+        kept, self.kept, self._bound = self.kept if state is self.state else {}, {}, {}
+        self._slice_pool, self._pool_slices = {}, {}
         for pool in _pools(state, None, None):
             pid = (pool.driver, pool.name)
-            slices = tuple(pool.slices)
-            seen = kept.get(pid)
-            where = seen[1] if seen is not None and seen[0] == slices else _bound_to(state, pool)
-            versions = (
-                state.version("") if where is None else tuple(state.version(n) for n in where)
-            )
-            key = (common, versions)
-            if seen is None or seen[0] != slices or seen[2] != key:
-                seen = (slices, where, key, _flat(_status(state, pool, None)))
-            self.kept[pid] = seen
-            out.append(seen[3])
-        return out
+            for rs in pool.slices:
+                self._slice_pool[rs.metadata.name] = pid
+            self._keep(state, pid, pool, kept.get(pid), common)
+        # Slices of older generations name their pool too.
+        for name, rs in state.slices.items():
+            pid = self._slice_pool.setdefault(name, (rs.spec.driver, rs.spec.pool.name))
+            self._pool_slices.setdefault(pid, set()).add(name)
+        self._order = sorted(self.kept)
+
+    def _one(self, state: ClusterState, pid: tuple[str, str], common: object) -> None:
+        seen = self.kept.pop(pid, None)
+        if seen is not None:
+            for node in seen[1] if seen[1] is not None else ("",):
+                self._bound.get(node, set()).discard(pid)
+        names = self._pool_slices.get(pid)
+        if not names:
+            self._pool_slices.pop(pid, None)
+            return
+        self._keep(state, pid, _newest([state.slices[n] for n in sorted(names)]), seen, common)
+
+    def _keep(
+        self,
+        state: ClusterState,
+        pid: tuple[str, str],
+        pool: _Pool,
+        seen: _Kept | None,
+        common: object,
+    ) -> None:
+        slices = tuple(pool.slices)
+        where = seen[1] if seen is not None and seen[0] == slices else _bound_to(state, pool)
+        versions = state.version("") if where is None else tuple(state.version(n) for n in where)
+        key = (common, versions)
+        if seen is None or seen[0] != slices or seen[2] != key:
+            seen = (slices, where, key, _flat(_status(state, pool, None)))
+        self.kept[pid] = seen
+        for node in where if where is not None else ("",):
+            self._bound.setdefault(node, set()).add(pid)
 
 
 _Kept = tuple[tuple[ResourceSlice, ...], tuple[str, ...] | None, object, dict[str, Any]]

@@ -30,7 +30,7 @@ from draplan.api.resource_v1 import (
     ResourceSlice,
 )
 from draplan.cluster.devices import PoolID
-from draplan.cluster.objectlog import CLAIM, POD, ObjectLog
+from draplan.cluster.objectlog import CLAIM, NODE, POD, SLICE, ObjectLog
 from draplan.cluster.state import (
     PLAIN_KINDS,
     ClusterState,
@@ -72,9 +72,9 @@ def table_of(obj: KubeStruct) -> str | None:
     if isinstance(obj, ResourceClaim):
         return CLAIM
     if isinstance(obj, Node):
-        return "nodes"
+        return NODE
     if isinstance(obj, ResourceSlice):
-        return "slices"
+        return SLICE
     plain = PLAIN_KINDS.get(type(obj))
     return plain[0] if plain is not None else None
 
@@ -324,8 +324,8 @@ TABLES = (
     ("namespaces", True),
     ("device_classes", True),
     ("taint_rules", True),
-    ("slices", True),
-    ("nodes", True),
+    (SLICE, True),
+    (NODE, True),
     ("claim_templates", False),
     ("claims", False),
     ("pod_templates", False),

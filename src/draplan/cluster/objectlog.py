@@ -10,6 +10,8 @@ ObjectKey = tuple[str, str]  # (namespace, name), as cluster.state names it
 POD = "pods"
 CLAIM = "claims"
 TEMPLATE = "claim_templates"
+NODE = "nodes"
+SLICE = "slices"
 LIMIT = 1 << 16  # entries kept; past it the older half goes
 
 

@@ -33,6 +33,7 @@ from draplan.cluster.state import ClusterState
 from draplan.scheduler import Profile, build_profile
 from draplan.serve.audited import AuditedState
 from draplan.serve.bodies import KeptText
+from draplan.serve.heap import FrozenHeap
 from draplan.serve.planning import MadePlan, PlanWorker
 from draplan.serve.series import Family, SeriesMemo, cluster_series, waiting_gangs
 from draplan.sources.files import gc_paused
@@ -86,6 +87,7 @@ class Auditor:
     _metrics: MetricsMemo = field(default_factory=MetricsMemo, init=False, repr=False)
     _series: SeriesMemo = field(default_factory=SeriesMemo, init=False, repr=False)
     _metrics_text: KeptText = field(default_factory=KeptText, init=False, repr=False)
+    _heap: FrozenHeap = field(default_factory=FrozenHeap, init=False, repr=False)
     _planner: PlanWorker | None = field(default=None, init=False, repr=False)
     # The objects of the last audit, and whether `audited` has been offered them (one offered
     # late takes them all first).
@@ -112,11 +114,13 @@ class Auditor:
         )
 
     def close(self) -> None:
-        """End the planner process and `audited`'s thread, if any."""
+        """End the planner process and `audited`'s thread, if any; unfreeze what the audits
+        froze."""
         if self._planner is not None:
             self._planner.stop()
         if self.audited is not None:
             self.audited.close()
+        self._heap.close()
 
     def audit(
         self, state: ClusterState, generation: int, lock: threading.Lock | None = None
@@ -125,9 +129,11 @@ class Auditor:
         waits for one step, not for the whole audit), after a reader of `audited` is done."""
         # An audit allocates many containers, most kept until the next audit: the cyclic
         # collector's full passes over the model's heap during it (half a second of five at
-        # 5,000 nodes) find little to free. It runs between audits instead.
+        # 5,000 nodes) find little to free. What it keeps is frozen at its end (`serve.heap`).
         with gc_paused(freeze=False):
-            return self._audit(state, generation, _Step(lock, self.audited))
+            answers = self._audit(state, generation, _Step(lock, self.audited))
+            self._heap.settle()  # before the collector is back: it never walks what is kept
+            return answers
 
     def take_plan(self, answers: Answers, wait: float) -> Answers:
         """`answers` with the newest plan the planner made since, waiting up to `wait` seconds

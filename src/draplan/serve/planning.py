@@ -32,6 +32,7 @@ from draplan.autoscaler.derived import derive_again
 from draplan.cluster.incremental import Changes, MirrorState, changes_between
 from draplan.cluster.state import ClusterState, origin_key
 from draplan.scheduler import Profile
+from draplan.serve.heap import FrozenHeap
 from draplan.sources.files import gc_paused
 
 log = logging.getLogger(__name__)
@@ -229,6 +230,7 @@ def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None
 
     threading.Thread(target=receive, name="draplan-planner-inbox", daemon=True).start()
     mirror = MirrorState()
+    heap = FrozenHeap()
     derived: dict[str, NodePool] = {}
     kept: tuple[ClusterState, Autoscaler] | None = None
     planned = 0
@@ -257,6 +259,7 @@ def _planner(inbox: Connection, outbox: Connection, settings: _Settings) -> None
             # collector's passes during it to find (they were half a plan's time).
             with gc_paused(freeze=False):
                 _, doc = plan_document(state, kept[1])
+                heap.settle()  # before the collector is back: it never walks what is kept
             outbox.send(("plan", generation, json_text(doc).encode(), time.monotonic() - start))
         except (BrokenPipeError, OSError):
             return

@@ -84,6 +84,7 @@ class SeriesMemo:
         self.state: ClusterState | None = None
         self.pools: dict[Pool, _PoolDevices] = {}
         self.cursor: int | None = None  # the change log read up to; None: count every node
+        self.in_order = False  # a pool is on several nodes (or none): count them all, in order
         self.nodes: dict[str, _NodeDevices] = {}
         self.owners: dict[str, str] = {}
         self.total: Counter[Labels] = Counter()
@@ -103,8 +104,11 @@ class SeriesMemo:
         """The nodes whose part may have changed since the last audit; None: every node."""
         changed = state.changed_since(self.cursor) if self.cursor is not None else None
         self.cursor = len(state.change_log)
-        if state is not self.state or changed is None:
-            self.state, self.pools, self.nodes = state, {}, {}
+        if state is not self.state:  # node versions are one state's
+            self.state, self.pools, self.in_order = state, {}, False
+            changed = None
+        if changed is None:
+            self.nodes = {}
             self.total, self.taken, self.node_model = Counter(), Counter(), {}
             self.owners = dict(node_pools)
             return None
@@ -181,10 +185,12 @@ def _devices(
     node's accelerator model. A pool that several nodes see is counted once."""
     changed = memo.to_count(state, node_pools)
     names = sorted(state.nodes.keys()) if changed is None else changed
-    if all(memo.recount(state, name, node_pools.get(name, "")) for name in names):
+    if not memo.in_order and all(
+        memo.recount(state, name, node_pools.get(name, "")) for name in names
+    ):
         total, taken, node_model = memo.total, memo.taken, memo.node_model
     else:
-        memo.cursor = None  # counted every node, in order, until every pool is one node's
+        memo.in_order = True  # on this state from now on
         total, taken, node_model = _devices_in_order(state, node_pools, memo)
     labels = ("driver", "pool", "node_pool", "model")
     return (

@@ -1,5 +1,5 @@
 """serve.heap.FrozenHeap: what an audit leaves is frozen out of the collector's passes, and
-cyclic garbage that builds up among it is collected once the frozen heap has grown enough."""
+cyclic garbage frozen among it is collected by the full pass every so many audits."""
 
 from __future__ import annotations
 
@@ -53,19 +53,16 @@ def test_what_is_left_is_frozen_and_freed_by_reference_counting() -> None:
     assert gc.get_freeze_count() == 0
 
 
-def test_cycles_among_frozen_objects_are_collected_once_the_heap_grows(
+def test_cycles_among_frozen_objects_are_collected_by_the_next_full_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(heap, "EVERY", 3)
     frozen = FrozenHeap()
-    first = _audit(frozen, 1_000)  # the first audit's cycles: collected at once
-    assert first is not None and first() is None and frozen.collections == 1
-    base = gc.get_freeze_count()
-    monkeypatch.setattr(heap, "GROWTH", 1 + 5_000 / base)
-    small = _audit(frozen, 1_000)  # 2,000 objects: not enough growth yet
-    assert small is not None and small() is not None and frozen.collections == 1
-    large = _audit(frozen, 5_000)  # frozen at its end: 12,000 objects more than at first
-    assert large is not None and large() is not None and frozen.collections == 1
-    _audit(frozen)  # the next audit finds the frozen heap grown
-    assert frozen.collections == 2
-    assert small() is None and large() is None
+    first = _audit(frozen, 1_000)
+    second = _audit(frozen, 1_000)
+    assert first is not None and second is not None
+    assert first() is not None and second() is not None and frozen.collections == 0
+    _audit(frozen)  # the third: a full pass first
+    assert frozen.collections == 1
+    assert first() is None and second() is None
     assert gc.get_freeze_count() > 0  # what is left is frozen again

@@ -1,8 +1,8 @@
 """Node groups whose new nodes the scheduler cannot tell apart for the pods of one request, so
-that what it does on a new node of one (how many pods of a shape one node holds, what a
-node's content measures, why a pod fits none) holds for the other. CA offers one option per
-node group, and the groups of one machine type (in other zones, of other capacity types)
-differ mostly in labels nothing reads, and in their names and prices.
+that what it does on a new node of one (how many pods of a shape one node holds, what it
+puts on one node, what a node's content measures, why a pod fits none) holds for the other.
+CA offers one option per node group, and the groups of one machine type (in other zones, of
+other capacity types) differ mostly in labels nothing reads, and in their names and prices.
 
 Under kube-scheduler's default filters (`scheduler.build_profile`) a new node is read
 through: its spec, status, annotations, slices and DaemonSet pods (compared as they are, its

@@ -9,7 +9,6 @@ kubernetes#140438 quirk of the scalar distinctAttribute does not arise.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from draplan.api.resource_v1 import DeviceConstraint
@@ -26,7 +25,7 @@ def elements(value: AttrValue) -> frozenset[Element]:
     return frozenset((kind, item) for item in items)
 
 
-@dataclass
+@dataclass(slots=True)
 class ClaimConstraint:
     """One constraint of a claim with its running state for the current search path."""
 
@@ -35,7 +34,8 @@ class ClaimConstraint:
     scope: frozenset[str]  # request names ("r" or "r/s"); empty = every request
     bound: AttrValue | None = None
     members: int = 0
-    taken: Counter[AttrValue] = field(default_factory=Counter)
+    # A search builds one per constraint per call: plain dicts, not Counters, keep that cheap.
+    taken: dict[AttrValue, int] = field(default_factory=dict)
     # Upstream's own memory of a distinctAttribute: the last value per (parent) request, an
     # entry dropped whole on removal. It only decides when a device of an `All` request that
     # draplan rejects is a fatal error, as upstream's rejection would be.
@@ -44,7 +44,7 @@ class ClaimConstraint:
     # Set semantics: matchAttribute's running intersection after each device (a stack, as
     # devices leave in the reverse order they came); distinctAttribute's elements in use.
     common: list[frozenset[Element]] = field(default_factory=list)
-    used: Counter[Element] = field(default_factory=Counter)
+    used: dict[Element, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, con: DeviceConstraint, sets: bool = False) -> ClaimConstraint:
@@ -96,14 +96,15 @@ class ClaimConstraint:
             if self.match:
                 self.common.append(self.common[-1] & mine if self.common else mine)
             else:
-                self.used.update(mine)
+                for e in mine:
+                    self.used[e] = self.used.get(e, 0) + 1
             return
         if self.match:
             if self.members == 0:
                 self.bound = value
             self.members += 1
         else:
-            self.taken[value] += 1
+            self.taken[value] = self.taken.get(value, 0) + 1
             self.upstream[request] = value
 
     def remove(self, view: DeviceView, request: str) -> None:
@@ -113,16 +114,22 @@ class ClaimConstraint:
             if self.match:
                 self.common.pop()
             else:
-                self.used.subtract(elements(value))
-                self.used = +self.used
+                for e in elements(value):
+                    left = self.used[e] - 1
+                    if left:
+                        self.used[e] = left
+                    else:
+                        del self.used[e]
             return
         if self.match:
             self.members -= 1
             if self.members == 0:
                 self.bound = None
         else:
-            self.taken[value] -= 1
-            if not self.taken[value]:
+            left = self.taken[value] - 1
+            if left:
+                self.taken[value] = left
+            else:
                 del self.taken[value]
             self.upstream.pop(request, None)
 

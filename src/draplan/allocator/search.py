@@ -633,8 +633,10 @@ class Search:
         groups: dict[object, list[DeviceView]] = {}
         if unbound:
             kept = []
+            attrs = [c.attribute for c in unbound]
+            one = attrs[0] if len(attrs) == 1 else None  # the usual case: no generator per device
             for v in cands:
-                key = tuple(v.attribute(c.attribute) for c in unbound)
+                key = (v.attribute(one),) if one is not None else tuple(map(v.attribute, attrs))
                 if None in key or (others and not all(c.admits(v) for c in others)):
                     continue
                 kept.append(v)

@@ -62,6 +62,13 @@ def pod_size(state: ClusterState, pod: Pod) -> tuple[int, int]:
     return devices, pod_requests(pod, state.features).get("cpu", 0)
 
 
+def fill_limits(pool: NodePool, caps: Capacities, left: list[int]) -> tuple[int, ...]:
+    """Per class, the most pods one node of `pool` is filled with: what is left of the class,
+    at most what one node holds (0 for a class the pool cannot hold)."""
+    name = pool.metadata.name
+    return tuple(min(n, caps[name, i].pods) if (name, i) in caps else 0 for i, n in enumerate(left))
+
+
 class Estimator:
     """Template-node probes with one scheduler, memoised."""
 
@@ -232,13 +239,8 @@ class Estimator:
     ) -> Content:
         """The pods (per class) the scheduler places on one empty node of `pool`, taking the
         classes in `order`, each as many as fit (at most `left`)."""
-        key = (
-            pool.metadata.name,
-            *(
-                min(n, caps[pool.metadata.name, i].pods) if (pool.metadata.name, i) in caps else 0
-                for i, n in enumerate(left)
-            ),
-        )
+        limits = fill_limits(pool, caps, left)
+        key = (pool.metadata.name, *limits)
         hit = self._fills.get(key)
         if hit is not None:
             return hit
@@ -246,8 +248,6 @@ class Estimator:
         with state.forked():
             name = self.probe_node(state, pool)
             for i in order:
-                cap = caps.get((pool.metadata.name, i))
-                limit = min(left[i], cap.pods) if cap is not None else 0
-                content[i] = self.place_while_taken(state, name, classes[i].pods, limit)
+                content[i] = self.place_while_taken(state, name, classes[i].pods, limits[i])
         self._fills[key] = tuple(content)
         return self._fills[key]

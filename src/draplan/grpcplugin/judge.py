@@ -30,7 +30,13 @@ from draplan.audit.metrics_memo import MetricsMemo, counted, shape_of
 from draplan.audit.stranded import RequestShape, StrandedMeter, accelerator_classes, typical
 from draplan.autoscaler.ca import CAOption, least_waste
 from draplan.autoscaler.costopt import Content
-from draplan.autoscaler.estimator import Capacities, Capacity, Estimator, PodClass
+from draplan.autoscaler.estimator import (
+    Capacities,
+    Capacity,
+    Estimator,
+    PodClass,
+    fill_limits,
+)
 from draplan.autoscaler.expanders import DEVICE_AWARE, equal_best, rank
 from draplan.autoscaler.options import Limits, Option
 from draplan.autoscaler.plan import CAChooser
@@ -209,10 +215,7 @@ class _AlikeEstimator(Estimator):
         left: list[int],
         order: list[int],
     ) -> Content:
-        name = pool.metadata.name
-        limits = tuple(
-            min(n, caps[name, i].pods) if (name, i) in caps else 0 for i, n in enumerate(left)
-        )
+        limits = fill_limits(pool, caps, left)
         # The classes are the request's (one object per set of pods, alive while it is judged).
         key = (self.alike, tuple(map(id, classes)), limits, tuple(order))
         hit = self.shared.fills.get(key)
